@@ -1,0 +1,3 @@
+//! The `ferrofem` command line.
+
+fn main() {}

@@ -1,0 +1,67 @@
+// Level-1 vector kernels for the device solvers, and a copy kernel for the bandwidth roofline.
+// Grid-stride loops; n is 64-bit so vectors above 2^31 entries work.
+
+extern "C" __global__ void ff_copy(const real* FF_RESTRICT x, real* FF_RESTRICT y, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] = x[i];
+}
+
+// y = a*x + y
+extern "C" __global__ void ff_axpy(real a, const real* FF_RESTRICT x, real* FF_RESTRICT y, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] += a * x[i];
+}
+
+// y = x + b*y
+extern "C" __global__ void ff_xpby(const real* FF_RESTRICT x, real b, real* FF_RESTRICT y, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        y[i] = x[i] + b * y[i];
+}
+
+// z = x .* y
+extern "C" __global__ void ff_pointwise_mult(const real* FF_RESTRICT x, const real* FF_RESTRICT y, real* FF_RESTRICT z, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        z[i] = x[i] * y[i];
+}
+
+// y[idx[k]] = value for k < m (e.g. zero Dirichlet rows)
+extern "C" __global__ void ff_set_indices(real* FF_RESTRICT y, const u32* FF_RESTRICT idx, real value, u32 m) {
+    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x)
+        y[idx[k]] = value;
+}
+
+// y[idx[k]] = x[idx[k]] for k < m
+extern "C" __global__ void ff_copy_indices(const real* FF_RESTRICT x, real* FF_RESTRICT y, const u32* FF_RESTRICT idx, u32 m) {
+    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x)
+        y[idx[k]] = x[idx[k]];
+}
+
+// Partial dot products: one double per block (accumulated in double for f32 too), reduced on the host
+// or by ff_sum_partials. blockDim.x must be a power of two <= 1024.
+extern "C" __global__ void ff_dot_partial(const real* FF_RESTRICT x, const real* FF_RESTRICT y, double* FF_RESTRICT partial, u64 n) {
+    __shared__ double s[1024];
+    double acc = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        acc += (double)x[i] * (double)y[i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+
+// Sums m partials into out[0] with one block.
+extern "C" __global__ void ff_sum_partials(const double* FF_RESTRICT partial, double* FF_RESTRICT out, u32 m) {
+    __shared__ double s[1024];
+    double acc = 0.0;
+    for (u32 i = threadIdx.x; i < m; i += blockDim.x) acc += partial[i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[0] = s[0];
+}

@@ -1,0 +1,105 @@
+//! Errors of the GPU backend.
+
+use cudarc::driver::DriverError;
+
+/// Everything the GPU backend can fail with, distinguished so that callers (and the CLI's
+/// `--backend auto`) can tell "no GPU here" from "the GPU failed".
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// The CUDA driver library could not be found (no NVIDIA driver on this machine).
+    #[error(
+        "no CUDA driver found (libcuda could not be loaded): no GPU is usable on this machine"
+    )]
+    NoDriver,
+    /// The NVRTC library could not be found, so kernels cannot be compiled.
+    #[error("NVRTC (libnvrtc) could not be loaded: install the CUDA toolkit or `pip install nvidia-cuda-nvrtc` and put its lib folder on LD_LIBRARY_PATH")]
+    NoNvrtc,
+    /// The driver is present but reports no device (or the ordinal is out of range).
+    #[error("no CUDA device {ordinal} (the driver reports {count})")]
+    NoDevice {
+        /// Requested ordinal.
+        ordinal: usize,
+        /// Devices present.
+        count: usize,
+    },
+    /// The device ran out of memory.
+    #[error("GPU out of memory allocating {bytes} bytes ({what})")]
+    OutOfMemory {
+        /// Bytes requested.
+        bytes: usize,
+        /// What was being allocated.
+        what: String,
+    },
+    /// A kernel failed to compile.
+    #[error("kernel '{name}' failed to compile with options {options:?}:\n{log}")]
+    Compile {
+        /// Kernel (source) name.
+        name: String,
+        /// NVRTC options used.
+        options: Vec<String>,
+        /// NVRTC's log.
+        log: String,
+    },
+    /// A kernel launch (or the work it queued) failed.
+    #[error("launch of kernel '{kernel}' failed: {source}")]
+    Launch {
+        /// Kernel entry point.
+        kernel: String,
+        /// Driver error.
+        #[source]
+        source: DriverError,
+    },
+    /// Any other driver call failed.
+    #[error("CUDA driver error during {during}: {source}")]
+    Driver {
+        /// What was being done.
+        during: String,
+        /// Driver error.
+        #[source]
+        source: DriverError,
+    },
+    /// Host and device sizes disagree.
+    #[error("size mismatch in {what}: expected {expected}, got {got}")]
+    Size {
+        /// Which transfer or operation.
+        what: &'static str,
+        /// Expected length.
+        expected: usize,
+        /// Given length.
+        got: usize,
+    },
+    /// The kernel cache folder could not be used (compilation still works without it).
+    #[error("kernel cache at {path}: {source}")]
+    Cache {
+        /// Cache path.
+        path: String,
+        /// OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl GpuError {
+    /// Wraps a driver error, recognising out-of-memory.
+    pub fn driver(during: impl Into<String>, e: DriverError) -> GpuError {
+        GpuError::Driver {
+            during: during.into(),
+            source: e,
+        }
+    }
+
+    /// Wraps an allocation error, recognising out-of-memory.
+    pub fn alloc(bytes: usize, what: impl Into<String>, e: DriverError) -> GpuError {
+        if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            GpuError::OutOfMemory {
+                bytes,
+                what: what.into(),
+            }
+        } else {
+            GpuError::Driver {
+                during: format!("allocating {bytes} bytes for {}", what.into()),
+                source: e,
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! The GPU backend of ferrofem (CUDA through `cudarc`, loaded at run time).
+//!
+//! The crate builds and its host-side tests pass on a machine without CUDA: the driver
+//! (`libcuda`) and NVRTC (`libnvrtc`) are opened only when a device or a compilation is
+//! asked for, and their absence is a typed error ([`GpuError::NoDriver`],
+//! [`GpuError::NoNvrtc`]), never a panic.
+//!
+//! Kernels are CUDA C sources in `kernels/*.cu`, specialised at run time with `-D`
+//! constants through NVRTC for the device's architecture, compiled once per specialisation
+//! and cached in memory and on disk ([`compile`]).
+
+pub mod compile;
+mod device;
+mod error;
+pub mod sources;
+mod timing;
+mod vector;
+
+pub use device::{device_count, GpuDevice};
+pub use error::GpuError;
+pub use timing::{median, GpuTimer};
+pub use vector::{DeviceVec, GpuReal};

@@ -1,0 +1,138 @@
+//! Vectors in device memory.
+
+use crate::{GpuDevice, GpuError};
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
+use ferrofem_base::Real;
+use std::sync::Arc;
+
+/// A scalar that lives on the GPU: `f32` or `f64`, with its CUDA C spelling.
+pub trait GpuReal: Real + DeviceRepr + ValidAsZeroBits + Unpin {
+    /// The CUDA C type name (`float` or `double`).
+    const CTYPE: &'static str;
+}
+
+impl GpuReal for f64 {
+    const CTYPE: &'static str = "double";
+}
+impl GpuReal for f32 {
+    const CTYPE: &'static str = "float";
+}
+
+/// A vector in device memory, tied to its device's stream.
+#[derive(Debug)]
+pub struct DeviceVec<T: DeviceRepr> {
+    buf: CudaSlice<T>,
+    dev: Arc<GpuDevice>,
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
+    /// A zero vector of length `n`.
+    pub fn zeros(dev: &Arc<GpuDevice>, n: usize, what: &str) -> Result<DeviceVec<T>, GpuError> {
+        let bytes = n * std::mem::size_of::<T>();
+        let buf = dev
+            .stream()
+            .alloc_zeros::<T>(n.max(1))
+            .map_err(|e| GpuError::alloc(bytes, what, e))?;
+        let buf = if n == 0 {
+            // keep a valid (non-null) allocation but an empty view length
+            dev.stream()
+                .alloc_zeros::<T>(1)
+                .map_err(|e| GpuError::alloc(bytes, what, e))?
+        } else {
+            buf
+        };
+        Ok(DeviceVec {
+            buf,
+            dev: dev.clone(),
+        })
+    }
+
+    /// Copies `host` to a new device vector.
+    pub fn from_host(
+        dev: &Arc<GpuDevice>,
+        host: &[T],
+        what: &str,
+    ) -> Result<DeviceVec<T>, GpuError> {
+        let bytes = std::mem::size_of_val(host);
+        if host.is_empty() {
+            return Self::zeros(dev, 0, what);
+        }
+        let buf = dev
+            .stream()
+            .clone_htod(host)
+            .map_err(|e| GpuError::alloc(bytes, what, e))?;
+        Ok(DeviceVec {
+            buf,
+            dev: dev.clone(),
+        })
+    }
+
+    /// Overwrites the vector with `host` (same length).
+    pub fn upload(&mut self, host: &[T]) -> Result<(), GpuError> {
+        if host.len() != self.len() {
+            return Err(GpuError::Size {
+                what: "upload",
+                expected: self.len(),
+                got: host.len(),
+            });
+        }
+        self.dev
+            .stream()
+            .memcpy_htod(host, &mut self.buf)
+            .map_err(|e| GpuError::driver("copying to the device", e))
+    }
+
+    /// Copies the vector to the host.
+    pub fn to_host(&self) -> Result<Vec<T>, GpuError> {
+        self.dev
+            .stream()
+            .clone_dtoh(&self.buf)
+            .map_err(|e| GpuError::driver("copying to the host", e))
+    }
+
+    /// Sets every entry to zero.
+    pub fn fill_zero(&mut self) -> Result<(), GpuError> {
+        self.dev
+            .stream()
+            .memset_zeros(&mut self.buf)
+            .map_err(|e| GpuError::driver("zeroing a vector", e))
+    }
+
+    /// Copies `src` (same length) into this vector on the device.
+    pub fn copy_from(&mut self, src: &DeviceVec<T>) -> Result<(), GpuError> {
+        if src.len() != self.len() {
+            return Err(GpuError::Size {
+                what: "device copy",
+                expected: self.len(),
+                got: src.len(),
+            });
+        }
+        self.dev
+            .stream()
+            .memcpy_dtod(&src.buf, &mut self.buf)
+            .map_err(|e| GpuError::driver("device-to-device copy", e))
+    }
+}
+
+impl<T: DeviceRepr> DeviceVec<T> {
+    /// Length.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    /// True for an empty vector.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == 0
+    }
+    /// The underlying slice, to pass to kernels.
+    pub fn slice(&self) -> &CudaSlice<T> {
+        &self.buf
+    }
+    /// The underlying slice, mutably.
+    pub fn slice_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.buf
+    }
+    /// The device.
+    pub fn device(&self) -> &Arc<GpuDevice> {
+        &self.dev
+    }
+}

@@ -1,0 +1,37 @@
+//! Errors of space construction and queries.
+
+/// What can go wrong building a space or asking it for dofs.
+#[derive(Debug, thiserror::Error)]
+pub enum SpaceError {
+    /// The element could not be built (unsupported order on this cell type).
+    #[error(transparent)]
+    Element(#[from] ferrofem_fe::FeError),
+    /// A mesh query failed (e.g. a tagged facet that is not a facet of any cell).
+    #[error(transparent)]
+    Mesh(#[from] ferrofem_mesh::MeshError),
+    /// A boundary tag that no facet of the mesh carries.
+    #[error("no facet carries tag {tag}; tags present: {present:?}")]
+    UnknownTag {
+        /// The requested tag.
+        tag: i32,
+        /// Tags that do exist.
+        present: Vec<i32>,
+    },
+    /// A space was used with a mesh it was not built on.
+    #[error("space was built on a mesh with {expected_cells} cells, this one has {got_cells}")]
+    MeshMismatch {
+        /// Cells of the mesh the space was built on.
+        expected_cells: usize,
+        /// Cells of the mesh given.
+        got_cells: usize,
+    },
+    /// Zero components requested.
+    #[error("a space needs at least one component")]
+    NoComponents,
+    /// More dofs than 32-bit indices can address.
+    #[error("space too large: {count} nodes exceed the 32-bit index range")]
+    TooLarge {
+        /// Number of nodes.
+        count: usize,
+    },
+}

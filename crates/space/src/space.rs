@@ -1,0 +1,220 @@
+//! Continuous Lagrange spaces (`H¹`-conforming), scalar or vector-valued.
+
+use crate::{numbering, ElemRestriction, SpaceError};
+use ferrofem_base::CellType;
+use ferrofem_fe::LagrangeElement;
+use ferrofem_mesh::Mesh;
+use rayon::prelude::*;
+
+/// A continuous Lagrange space of order `p` with `ncomp` components on a mesh.
+///
+/// The space keeps its own data (element, restriction, node coordinates) but not the mesh;
+/// methods that need the mesh take it and check that it is the one the space was built on.
+#[derive(Clone, Debug)]
+pub struct H1Space {
+    element: LagrangeElement,
+    ncomp: usize,
+    restriction: ElemRestriction,
+    node_coords: Vec<f64>,
+    mesh_cells: usize,
+    mesh_vertices: usize,
+}
+
+impl H1Space {
+    /// The order-`order` space with `ncomp` components on `mesh`.
+    pub fn new(mesh: &Mesh, order: usize, ncomp: usize) -> Result<H1Space, SpaceError> {
+        if ncomp == 0 {
+            return Err(SpaceError::NoComponents);
+        }
+        let element = LagrangeElement::new(mesh.cell_type(), order)?;
+        let num = numbering::number(mesh, &element)?;
+        let nb = element.num_nodes();
+        let restriction = ElemRestriction::new(nb, ncomp, num.num_nodes, num.elem_nodes);
+        let node_coords = compute_node_coords(mesh, &element, &restriction);
+        Ok(H1Space {
+            element,
+            ncomp,
+            restriction,
+            node_coords,
+            mesh_cells: mesh.num_cells(),
+            mesh_vertices: mesh.num_vertices(),
+        })
+    }
+
+    /// The same space (numbering and element) with a different number of components.
+    pub fn with_ncomp(&self, ncomp: usize) -> Result<H1Space, SpaceError> {
+        if ncomp == 0 {
+            return Err(SpaceError::NoComponents);
+        }
+        Ok(H1Space {
+            ncomp,
+            restriction: self.restriction.with_ncomp(ncomp),
+            ..self.clone()
+        })
+    }
+
+    /// The reference element.
+    pub fn element(&self) -> &LagrangeElement {
+        &self.element
+    }
+    /// Cell type.
+    pub fn cell_type(&self) -> CellType {
+        self.element.cell_type()
+    }
+    /// Polynomial order.
+    pub fn order(&self) -> usize {
+        self.element.order()
+    }
+    /// Spatial dimension.
+    pub fn dim(&self) -> usize {
+        self.element.dim()
+    }
+    /// Components per node.
+    pub fn ncomp(&self) -> usize {
+        self.ncomp
+    }
+    /// Number of global nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.restriction.num_nodes()
+    }
+    /// Number of global dofs (`num_nodes * ncomp`).
+    pub fn num_dofs(&self) -> usize {
+        self.restriction.lvec_len()
+    }
+    /// Number of cells.
+    pub fn num_cells(&self) -> usize {
+        self.restriction.num_elem()
+    }
+    /// The element restriction.
+    pub fn restriction(&self) -> &ElemRestriction {
+        &self.restriction
+    }
+    /// Physical coordinates of all nodes, `dim` each.
+    pub fn node_coords(&self) -> &[f64] {
+        &self.node_coords
+    }
+    /// Physical coordinates of node `n`.
+    pub fn node_coord(&self, n: usize) -> &[f64] {
+        let d = self.dim();
+        &self.node_coords[n * d..(n + 1) * d]
+    }
+
+    /// Nodal interpolation of `f(x, out)` (`out` has `ncomp` entries) into an L-vector.
+    pub fn interpolate<F>(&self, f: F) -> Vec<f64>
+    where
+        F: Fn(&[f64], &mut [f64]) + Sync,
+    {
+        let nc = self.ncomp;
+        let d = self.dim();
+        let mut l = vec![0.0; self.num_dofs()];
+        l.par_chunks_mut(nc)
+            .zip(self.node_coords.par_chunks(d))
+            .for_each(|(out, x)| f(x, out));
+        l
+    }
+
+    fn check_mesh(&self, mesh: &Mesh) -> Result<(), SpaceError> {
+        if mesh.num_cells() != self.mesh_cells || mesh.num_vertices() != self.mesh_vertices {
+            return Err(SpaceError::MeshMismatch {
+                expected_cells: self.mesh_cells,
+                got_cells: mesh.num_cells(),
+            });
+        }
+        Ok(())
+    }
+
+    fn facet_nodes_of(&self, facets: impl Iterator<Item = (u32, u8)>) -> Vec<u32> {
+        let fnodes: Vec<Vec<usize>> = (0..self.cell_type().num_facets())
+            .map(|f| self.element.facet_nodes(f))
+            .collect();
+        let mut mark = vec![false; self.num_nodes()];
+        for (c, f) in facets {
+            let en = self.restriction.elem(c as usize);
+            for &i in &fnodes[f as usize] {
+                mark[en[i] as usize] = true;
+            }
+        }
+        (0..self.num_nodes() as u32)
+            .filter(|&n| mark[n as usize])
+            .collect()
+    }
+
+    /// Nodes on the boundary of the mesh (facets that belong to one cell), sorted.
+    pub fn boundary_nodes(&self, mesh: &Mesh) -> Result<Vec<u32>, SpaceError> {
+        self.check_mesh(mesh)?;
+        Ok(self.facet_nodes_of(mesh.boundary_facets().into_iter()))
+    }
+
+    /// Nodes on the facets carrying any of `tags` (physical groups of dimension `dim - 1`),
+    /// sorted. An unknown tag is an error.
+    pub fn tagged_nodes(&self, mesh: &Mesh, tags: &[i32]) -> Result<Vec<u32>, SpaceError> {
+        self.check_mesh(mesh)?;
+        let located = mesh.locate_tagged_facets()?;
+        let mut present: Vec<i32> = located.iter().map(|&(_, _, t)| t).collect();
+        present.sort_unstable();
+        present.dedup();
+        for &t in tags {
+            if present.binary_search(&t).is_err() {
+                return Err(SpaceError::UnknownTag { tag: t, present });
+            }
+        }
+        Ok(self.facet_nodes_of(
+            located
+                .into_iter()
+                .filter(|(_, _, t)| tags.contains(t))
+                .map(|(c, f, _)| (c, f)),
+        ))
+    }
+
+    /// Boundary nodes whose coordinates satisfy `pred`, sorted.
+    pub fn boundary_nodes_where<P>(&self, mesh: &Mesh, pred: P) -> Result<Vec<u32>, SpaceError>
+    where
+        P: Fn(&[f64]) -> bool,
+    {
+        let all = self.boundary_nodes(mesh)?;
+        Ok(all
+            .into_iter()
+            .filter(|&n| pred(self.node_coord(n as usize)))
+            .collect())
+    }
+
+    /// Dofs of `nodes` for the given components (all components when `None`), sorted.
+    pub fn node_dofs(&self, nodes: &[u32], components: Option<&[usize]>) -> Vec<u32> {
+        let nc = self.ncomp as u32;
+        let all: Vec<usize> = (0..self.ncomp).collect();
+        let comps = components.unwrap_or(&all);
+        let mut dofs: Vec<u32> = nodes
+            .iter()
+            .flat_map(|&n| comps.iter().map(move |&c| n * nc + c as u32))
+            .collect();
+        dofs.sort_unstable();
+        dofs.dedup();
+        dofs
+    }
+}
+
+/// Physical coordinates of every node through each cell's affine/multilinear map.
+fn compute_node_coords(mesh: &Mesh, el: &LagrangeElement, r: &ElemRestriction) -> Vec<f64> {
+    let d = mesh.dim();
+    let geo = LagrangeElement::new(mesh.cell_type(), 1).expect("order 1 exists on every cell");
+    let tab = geo
+        .tabulate(el.nodes())
+        .expect("element nodes have the element's dimension");
+    let nvg = geo.num_nodes();
+    let mut coords = vec![0.0; r.num_nodes() * d];
+    for c in 0..mesh.num_cells() {
+        let cell = mesh.cell(c);
+        for (i, &n) in r.elem(c).iter().enumerate() {
+            let x = &mut coords[n as usize * d..(n as usize + 1) * d];
+            x.iter_mut().for_each(|v| *v = 0.0);
+            for v in 0..nvg {
+                let phi = tab.values[i * nvg + v];
+                let xv = mesh.vertex(cell[v] as usize);
+                for k in 0..d {
+                    x[k] += phi * xv[k];
+                }
+            }
+        }
+    }
+    coords
+}
