@@ -1,3 +1,36 @@
-//! The `ferrofem` command line.
+//! The `ferrofem` command line: mesh summaries, PDE solves, matrix export and benchmarks.
 
-fn main() {}
+mod error;
+mod mesh_cmd;
+mod mesh_source;
+
+use clap::{Parser, Subcommand};
+use error::CliError;
+
+/// ferrofem: finite elements at the memory-bandwidth limit.
+#[derive(Parser, Debug)]
+#[command(name = "ferrofem", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Read or generate a mesh and print a summary (counts, bounding box, quality, tags, colours).
+    Mesh(mesh_cmd::MeshArgs),
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Mesh(a) => mesh_cmd::run(a),
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
