@@ -80,19 +80,28 @@ pub fn run(a: MeshArgs) -> Result<(), CliError> {
     let quality = mesh.cell_quality();
     let (qmin, qmax) = quality
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &q| (lo.min(q), hi.max(q)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &q| {
+            (lo.min(q), hi.max(q))
+        });
     let coloring = mesh.color_cells();
     let sizes = coloring.sizes();
     let (lo, hi) = mesh.bounding_box();
     let d = mesh.dim();
     if let Some(path) = &a.output {
         let colours: Vec<i32> = coloring.colors.iter().map(|&c| c as i32).collect();
-        let enc = if a.ascii { Encoding::Ascii } else { Encoding::Binary };
+        let enc = if a.ascii {
+            Encoding::Ascii
+        } else {
+            Encoding::Binary
+        };
         write_mesh_vtu(
             path,
             mesh,
             &[],
-            &[Field::f64("quality", 1, &quality), Field::i32("colour", 1, &colours)],
+            &[
+                Field::f64("quality", 1, &quality),
+                Field::i32("colour", 1, &colours),
+            ],
             enc,
         )?;
     }
@@ -125,12 +134,28 @@ pub fn run(a: MeshArgs) -> Result<(), CliError> {
     writeln!(out, "mesh       {}", s.origin)?;
     writeln!(out, "cells      {} {} ({}-D)", s.cells, s.cell_type, s.dim)?;
     writeln!(out, "vertices   {}", s.vertices)?;
-    let bbox: Vec<String> = (0..d).map(|k| format!("[{}, {}]", s.bounding_box[0][k], s.bounding_box[1][k])).collect();
+    let bbox: Vec<String> = (0..d)
+        .map(|k| format!("[{}, {}]", s.bounding_box[0][k], s.bounding_box[1][k]))
+        .collect();
     writeln!(out, "bbox       {}", bbox.join(" x "))?;
     writeln!(out, "measure    {:.12e}", s.measure)?;
-    writeln!(out, "quality    min {:.4} max {:.4} ({})", s.quality_min, s.quality_max, if mesh.cell_type().is_simplex() { "mean ratio" } else { "min scaled corner Jacobian" })?;
+    writeln!(
+        out,
+        "quality    min {:.4} max {:.4} ({})",
+        s.quality_min,
+        s.quality_max,
+        if mesh.cell_type().is_simplex() {
+            "mean ratio"
+        } else {
+            "min scaled corner Jacobian"
+        }
+    )?;
     if s.reoriented_cells > 0 {
-        writeln!(out, "reoriented {} cells with mirrored vertex order", s.reoriented_cells)?;
+        writeln!(
+            out,
+            "reoriented {} cells with mirrored vertex order",
+            s.reoriented_cells
+        )?;
     }
     writeln!(out, "boundary   {} facets", s.boundary_facets)?;
     let fmt_tags = |tags: &[TagCount]| -> String {
@@ -147,8 +172,16 @@ pub fn run(a: MeshArgs) -> Result<(), CliError> {
     };
     writeln!(out, "cell tags  {}", fmt_tags(&s.cell_tags))?;
     writeln!(out, "facet tags {}", fmt_tags(&s.facet_tags))?;
-    writeln!(out, "colours    {} (cells per colour {}..{})", s.colours, s.colour_size_min, s.colour_size_max)?;
-    writeln!(out, "bandwidth  {} (max vertex-index spread in a cell)", s.vertex_bandwidth)?;
+    writeln!(
+        out,
+        "colours    {} (cells per colour {}..{})",
+        s.colours, s.colour_size_min, s.colour_size_max
+    )?;
+    writeln!(
+        out,
+        "bandwidth  {} (max vertex-index spread in a cell)",
+        s.vertex_bandwidth
+    )?;
     if let Some(p) = &s.output {
         writeln!(out, "wrote      {p}")?;
     }

@@ -67,7 +67,9 @@ impl MeshSource {
                 ))
             }
             (Some(_), Some(_)) => {
-                return Err(CliError::Usage("give either a FILE or --box, not both".into()))
+                return Err(CliError::Usage(
+                    "give either a FILE or --box, not both".into(),
+                ))
             }
         };
         match self.reorder {

@@ -60,14 +60,27 @@ impl std::fmt::Debug for GpuDevice {
 }
 
 impl GpuDevice {
-    /// Opens device `ordinal` with the default kernel cache.
+    /// Opens device `ordinal` with the default kernel cache
+    /// ([`DiskCache::default_location`]).
     pub fn new(ordinal: usize) -> Result<Arc<GpuDevice>, GpuError> {
+        Self::with_cache(ordinal, DiskCache::default_location())
+    }
+
+    /// Opens device `ordinal` with the given kernel cache (`None`: no disk cache).
+    pub fn with_cache(
+        ordinal: usize,
+        cache: Option<DiskCache>,
+    ) -> Result<Arc<GpuDevice>, GpuError> {
         let count = device_count()?;
         if ordinal >= count {
             return Err(GpuError::NoDevice { ordinal, count });
         }
         let ctx =
             CudaContext::new(ordinal).map_err(|e| GpuError::driver("creating a context", e))?;
+        // ferrofem queues all work on one stream: cudarc's per-buffer event tracking would
+        // only add an event record/wait to every launch.
+        // SAFETY: no other stream of this context is used by ferrofem.
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
         let attr = |a: sys::CUdevice_attribute| ctx.attribute(a).map(|v| v.max(0) as usize);
         use sys::CUdevice_attribute as A;
@@ -96,7 +109,7 @@ impl GpuDevice {
             l2_bytes,
             max_shared_per_block_optin,
             driver_version,
-            cache: DiskCache::default_location(),
+            cache,
             modules: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
         }))

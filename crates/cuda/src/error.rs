@@ -68,6 +68,9 @@ pub enum GpuError {
         /// Given length.
         got: usize,
     },
+    /// The operation is not available for this input (e.g. a BP kernel on simplices).
+    #[error("not supported on the GPU: {0}")]
+    Unsupported(String),
     /// The kernel cache folder could not be used (compilation still works without it).
     #[error("kernel cache at {path}: {source}")]
     Cache {

@@ -9,9 +9,12 @@
 //! constants through NVRTC for the device's architecture, compiled once per specialisation
 //! and cached in memory and on disk ([`compile`]).
 
+pub mod blas;
+pub mod bp;
 pub mod compile;
 mod device;
 mod error;
+pub mod krylov;
 pub mod sources;
 mod timing;
 mod vector;

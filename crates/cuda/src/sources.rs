@@ -5,6 +5,8 @@ pub const PRELUDE: &str = include_str!("../kernels/prelude.cuh");
 /// Vector kernels used by the solvers (axpy, dot, pointwise products) and the copy
 /// kernel that measures the device's copy bandwidth.
 pub const BLAS: &str = include_str!("../kernels/blas.cu");
+/// The CEED bake-off operators BP1, BP3 and BP3.5 on hexahedra (see the file's header).
+pub const BP: &str = include_str!("../kernels/bp.cu");
 
 /// Concatenates the prelude and a kernel source.
 pub fn with_prelude(src: &str) -> String {

@@ -29,10 +29,10 @@ impl GpuTimer {
         let mut out = Vec::with_capacity(reps);
         for _ in 0..reps {
             let start = ctx
-                .new_event(None)
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(|e| GpuError::driver("creating an event", e))?;
             let stop = ctx
-                .new_event(None)
+                .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
                 .map_err(|e| GpuError::driver("creating an event", e))?;
             start
                 .record(stream)

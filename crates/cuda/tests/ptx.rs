@@ -52,3 +52,38 @@ fn a_broken_kernel_reports_the_compiler_log() {
         .to_string();
     assert!(err.contains("undefined_name"), "{err}");
 }
+
+#[test]
+fn bp_kernels_compile_quick_probe() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for (op, ngeo) in [(1, 1), (3, 7), (5, 7)] {
+        for geo in [0, 1] {
+            for p in [1usize, 3, 7, 8] {
+                let n = p + 1;
+                let q = if op == 5 { n } else { n + 1 };
+                let spec = KernelSpec::new(
+                    format!("bp{op}_p{p}_g{geo}"),
+                    sources::with_prelude(sources::BP),
+                )
+                .define("REAL", "double")
+                .define("OP", op)
+                .define("N", n)
+                .define("Q", q)
+                .define("GEO", geo)
+                .define("MASS", (op != 1) as i32)
+                .define("NGEO", ngeo)
+                .define("EPB", 1);
+                let c =
+                    compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
+                let regs: Vec<&str> = c
+                    .log
+                    .lines()
+                    .filter(|l| l.contains("registers") || l.contains("spill"))
+                    .collect();
+                eprintln!("OP{op} p{p} geo{geo}: {:?}", regs);
+            }
+        }
+    }
+}

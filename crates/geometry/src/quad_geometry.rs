@@ -255,6 +255,25 @@ impl QuadGeometry {
     }
 }
 
+/// Copies the first `len` points of a block (already point-major) to the outputs.
+#[inline(always)]
+fn store_block<const D: usize>(
+    out: &mut CellOut<'_>,
+    q0: usize,
+    len: usize,
+    (xs, js, det, ws): (
+        &[f64; LANES * 3],
+        &[f64; LANES * 9],
+        &[f64; LANES],
+        &[f64; LANES],
+    ),
+) {
+    out.x[q0 * D..(q0 + len) * D].copy_from_slice(&xs[..len * D]);
+    out.jinv[q0 * D * D..(q0 + len) * D * D].copy_from_slice(&js[..len * D * D]);
+    out.detj[q0..q0 + len].copy_from_slice(&det[..len]);
+    out.wdetj[q0..q0 + len].copy_from_slice(&ws[..len]);
+}
+
 /// One cell's slices of the output arrays.
 struct CellOut<'a> {
     x: &'a mut [f64],
@@ -272,7 +291,7 @@ fn cell_geometry<const D: usize, const NV: usize>(
     xv: &[[f64; D]; NV],
     tab: &BlockedTabulation,
     affine: bool,
-    out: CellOut<'_>,
+    mut out: CellOut<'_>,
 ) -> Option<(usize, f64)> {
     let nq = tab.num_points;
     let mut bad = None;
@@ -331,21 +350,29 @@ fn cell_geometry<const D: usize, const NV: usize>(
                 }
             }
         }
-        // store the block's real points
-        let q0 = blk * LANES;
-        let len = LANES.min(nq - q0);
-        for l in 0..len {
-            let q = q0 + l;
+        // store the block's real points: transpose into point-major order on the stack,
+        // then copy contiguous runs (fixed-size loops, no per-entry bounds checks)
+        let mut xs = [0.0; LANES * 3];
+        let mut js = [0.0; LANES * 9];
+        let mut ws = [0.0; LANES];
+        for l in 0..LANES {
             for i in 0..D {
-                out.x[q * D + i] = x[i][l];
+                xs[l * D + i] = x[i][l];
             }
-            out.detj[q] = det[l];
-            out.wdetj[q] = w[l] * det[l];
             for k in 0..D {
                 for i in 0..D {
-                    out.jinv[(q * D + k) * D + i] = inv[k][i][l];
+                    js[(l * D + k) * D + i] = inv[k][i][l];
                 }
             }
+            ws[l] = w[l] * det[l];
+        }
+        let q0 = blk * LANES;
+        let blocks = (&xs, &js, &det, &ws);
+        if nq - q0 >= LANES {
+            // a compile-time length: the copies become inlined moves
+            store_block::<D>(&mut out, q0, LANES, blocks);
+        } else {
+            store_block::<D>(&mut out, q0, nq - q0, blocks);
         }
     }
     bad

@@ -3,6 +3,9 @@
 //! matrices and vectors, CSV for tables and seismograms, and JSON for benchmark
 //! records.
 //!
+//! Fields of high-order Lagrange spaces are written by [`write_space_vtu`] on linear
+//! sub-cells over each cell's node lattice.
+//!
 //! Every function returns [`IoError`], which names the file and, for text that could not
 //! be read, the 1-based line. Writers check the consistency of what they are given
 //! before creating a file and stream through buffered writers, so output scales
@@ -16,6 +19,7 @@ mod json;
 mod matrix_market;
 mod number;
 mod pvd;
+mod space_vtu;
 mod vtu;
 mod xml;
 
@@ -27,6 +31,7 @@ pub use matrix_market::{
     CooMatrix, Symmetry,
 };
 pub use pvd::write_pvd;
+pub use space_vtu::write_space_vtu;
 pub use vtu::{
     vtk_cell_type, vtk_node_order, write_mesh_vtu, Encoding, Field, FieldData, VtuFile,
     VTK_HEXAHEDRON, VTK_LAGRANGE_HEXAHEDRON, VTK_LAGRANGE_QUADRILATERAL, VTK_LAGRANGE_TETRAHEDRON,

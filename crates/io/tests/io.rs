@@ -2,8 +2,9 @@
 //! of the VTU writer's speed on a large mesh.
 
 use ferrofem_base::CellType;
-use ferrofem_io::{write_mesh_vtu, write_pvd, Encoding, Field};
+use ferrofem_io::{write_mesh_vtu, write_pvd, write_space_vtu, Encoding, Field};
 use ferrofem_mesh::Mesh;
+use ferrofem_space::H1Space;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -78,7 +79,8 @@ fn meshio_name(ct: CellType) -> &'static str {
     }
 }
 
-/// Writes one file per cell type and encoding and has `scripts/check_vtu.py` (meshio)
+/// Writes one file per cell type and encoding, plus high-order space output (P2
+/// triangles, Q3 hexahedra, P3 tetrahedra), and has `scripts/check_vtu.py` (meshio)
 /// read them; runs only with `FERROFEM_CHECK_VTU=1` (CI sets it after installing
 /// meshio).
 #[test]
@@ -111,6 +113,37 @@ fn meshio_reads_every_cell_type_and_encoding() {
                 format!(
                     "points={np} cells={}:{nc} point_data=grad_u,u cell_data=cell_tag,color",
                     meshio_name(ct)
+                ),
+            ));
+            files.push(path);
+        }
+    }
+    // high-order spaces on linear sub-cells: P2 triangles, Q3 hexahedra, P3 tetrahedra
+    for (ct, order) in [
+        (CellType::Triangle, 2),
+        (CellType::Hexahedron, 3),
+        (CellType::Tetrahedron, 3),
+    ] {
+        let mesh = grid_mesh(ct, 2);
+        let d = ct.dim();
+        let scalar = H1Space::new(&mesh, order, 1).expect("space");
+        let vector = scalar.with_ncomp(d).expect("vector space");
+        let u = scalar.interpolate(|x, out| out[0] = x[0] * x[1]);
+        let velocity = vector.interpolate(|x, out| out.copy_from_slice(x));
+        let nc = mesh.num_cells();
+        let color: Vec<i32> = (0..nc as i32).map(|c| c % 4).collect();
+        let cf = [Field::i32("color", 1, &color)];
+        let pf: [(&str, &[f64]); 2] = [("u", &u), ("velocity", &velocity)];
+        for enc in [Encoding::Binary, Encoding::Ascii] {
+            let path = dir.join(format!("{ct}_p{order}_{enc:?}.vtu"));
+            write_space_vtu(&path, &mesh, &scalar, &pf, &cf, enc).expect("writes");
+            expected.push((
+                path.display().to_string(),
+                format!(
+                    "points={} cells={}:{} point_data=u,velocity cell_data=cell_id,cell_tag,color",
+                    scalar.num_nodes(),
+                    meshio_name(ct),
+                    nc * order.pow(d as u32)
                 ),
             ));
             files.push(path);

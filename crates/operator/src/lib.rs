@@ -1,1 +1,20 @@
-//! ferrofem-operator
+//! Operators on the CPU: residual evaluation, Jacobian action and element matrices of
+//! pointwise weak forms through the L→E→Q→E→L pipeline, sum-factorised tensor-product
+//! operators (the CEED bake-off problems), error norms and boundary terms.
+//!
+//! Vector layouts follow [`ferrofem_space`]: L-vectors node-major with interleaved
+//! components, E-vectors `[elem][comp][node]`.
+
+mod boundary;
+mod element_matrix;
+mod form;
+mod norms;
+pub mod tensor;
+
+pub use boundary::{lift_residual, lift_rhs, neumann_rhs, ConstrainedOperator};
+pub use element_matrix::ElementMatrices;
+pub use form::{
+    Accumulation, AuxField, FormError, FormOperator, FormOptions, Linearized, Quadrature, MAX_AUX,
+    MAX_COMPONENTS,
+};
+pub use norms::{errors, Errors};

@@ -1,1 +1,25 @@
-//! ferrofem-solver
+//! ferrofem-solver: the linear and nonlinear solvers of ferrofem.
+//!
+//! - [`KrylovSpace`] is the vector backend Krylov methods are written against, so that one
+//!   CG serves host vectors ([`CpuSpace`], over any [`ferrofem_base::LinearOperator`],
+//!   assembled or matrix-free) and GPU device vectors.
+//! - [`cg`] and [`pcg`] (Jacobi) with [`SolveOptions`] / [`SolveStats`].
+//! - [`solve_direct`] / [`DirectFactorization`]: sparse Cholesky and LU through faer.
+//! - [`newton()`]: Newton with Armijo backtracking for a [`NonlinearProblem`].
+//!
+//! Every failure (NaN, breakdown, divergence, iteration limit, singular matrix) is a
+//! [`SolverError`] that says what happened and where.
+
+pub mod backend;
+pub mod cpu;
+pub mod direct;
+pub mod error;
+pub mod krylov;
+pub mod newton;
+
+pub use backend::KrylovSpace;
+pub use cpu::CpuSpace;
+pub use direct::{solve_direct, DirectFactorization, DirectKind};
+pub use error::SolverError;
+pub use krylov::{cg, pcg, SolveOptions, SolveStats, StopReason};
+pub use newton::{newton, LinearInfo, NewtonOptions, NewtonStats, NonlinearProblem};

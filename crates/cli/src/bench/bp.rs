@@ -1,0 +1,564 @@
+//! `ferrofem bench bp1|bp3|bp3.5`: the CEED bake-off operators on perturbed hexahedral
+//! meshes, per order: DoFs, time per apply (median after warm-up), GDOF/s, bytes by the
+//! model, GB/s, and the fraction of the copy bandwidth measured in the same process.
+//! `--solve` adds a Jacobi-PCG solve of the screened Poisson problem.
+
+use super::median;
+use crate::backend::{select, Backend, BackendArg};
+use crate::error::CliError;
+use clap::{Args, ValueEnum};
+use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+use ferrofem_operator::tensor::{
+    measure_copy_bandwidth, GeometryMode, Model, TensorKind, TensorOperator, TensorOptions,
+};
+use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
+use ferrofem_space::H1Space;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Which bake-off problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BpName {
+    /// BP1: mass matrix, Gauss quadrature with p + 2 points.
+    Bp1,
+    /// BP3: diffusion (`--alpha` adds a mass term), Gauss quadrature with p + 2 points.
+    Bp3,
+    /// BP3.5 (CEED BP5): diffusion collocated at the GLL nodes.
+    #[value(name = "bp3.5", alias = "bp5", alias = "bp35")]
+    Bp35,
+}
+
+/// Geometry variants to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GeoArg {
+    /// Factors stored at quadrature points.
+    Stored,
+    /// Computed from the element vertices in the kernel.
+    Otf,
+    /// Both.
+    All,
+}
+
+/// Scalar type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Precision {
+    /// Double precision.
+    F64,
+    /// Single precision.
+    F32,
+}
+
+/// Options of `ferrofem bench bp*`.
+#[derive(Args, Debug, Clone)]
+pub struct BpArgs {
+    /// Polynomial orders: a range `1..8` or a list `3,5,7`.
+    #[arg(long, default_value = "1..8")]
+    order: String,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Target number of global DoFs (the box is sized to come close).
+    #[arg(long, default_value_t = 4e7)]
+    dofs: f64,
+    /// Scalar type.
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Geometry variant(s).
+    #[arg(long, value_enum, default_value_t = GeoArg::All)]
+    geo: GeoArg,
+    /// Mass coefficient of BP3 / BP3.5 (screened Poisson); 0 is pure diffusion.
+    #[arg(long, default_value_t = 0.0)]
+    alpha: f64,
+    /// Perturbation of interior vertices (fraction of the cell size): trilinear cells.
+    #[arg(long, default_value_t = 0.2)]
+    perturb: f64,
+    /// Timed applications (median reported).
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Untimed applications first.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Elements per thread block on the GPU (default: chosen from the shape).
+    #[arg(long)]
+    elems_per_block: Option<usize>,
+    /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
+    /// to this relative residual.
+    #[arg(long)]
+    solve: Option<f64>,
+    /// Print JSON records (one per line) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Append JSON records to this file as well.
+    #[arg(long, value_name = "FILE.jsonl")]
+    record: Option<std::path::PathBuf>,
+}
+
+/// One measured configuration.
+#[derive(Serialize, Clone, Debug)]
+pub struct BpRecord {
+    bench: String,
+    backend: String,
+    precision: String,
+    geometry: String,
+    order: usize,
+    q: usize,
+    elements: usize,
+    dofs: usize,
+    setup_s: f64,
+    kernels_compiled: usize,
+    kernels_from_disk: usize,
+    compile_s: f64,
+    first_apply_s: f64,
+    apply_s: f64,
+    gdofs_per_s: f64,
+    model_bytes: f64,
+    model_flops: f64,
+    gbytes_per_s: f64,
+    gflops_per_s: f64,
+    copy_gbytes_per_s: f64,
+    roofline_fraction: f64,
+    elems_per_block: usize,
+    registers: i32,
+    solve_iterations: Option<usize>,
+    solve_s: Option<f64>,
+    solve_rel_residual: Option<f64>,
+    solve_dof_iters_per_s: Option<f64>,
+}
+
+fn parse_orders(s: &str) -> Result<Vec<usize>, CliError> {
+    let bad = || {
+        CliError::Usage(format!(
+            "--order '{s}': give a range like 1..8 or a list like 3,5,7"
+        ))
+    };
+    let v: Vec<usize> = if let Some((a, b)) = s.split_once("..") {
+        let a: usize = a.trim().parse().map_err(|_| bad())?;
+        let b: usize = b
+            .trim_start_matches('=')
+            .trim()
+            .parse()
+            .map_err(|_| bad())?;
+        (a..=b).collect()
+    } else {
+        s.split(',')
+            .map(|t| t.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?
+    };
+    if v.is_empty() || v.iter().any(|&p| p == 0 || p > 15) {
+        return Err(CliError::Usage(format!(
+            "--order '{s}': orders must be in 1..=15"
+        )));
+    }
+    Ok(v)
+}
+
+fn kind_of(name: BpName, alpha: f64) -> TensorKind {
+    match name {
+        BpName::Bp1 => TensorKind::Mass,
+        BpName::Bp3 => TensorKind::Diffusion { alpha },
+        BpName::Bp35 => TensorKind::CollocatedDiffusion { alpha },
+    }
+}
+
+fn random_vec(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+/// Elements per direction so that (p n + 1)^3 is close to `dofs`.
+fn elems_per_dir(p: usize, dofs: f64) -> usize {
+    (((dofs.cbrt() - 1.0) / p as f64).round() as usize).max(1)
+}
+
+struct Problem {
+    mesh: Mesh,
+    space: H1Space,
+    prep_s: f64,
+}
+
+fn problem(p: usize, a: &BpArgs) -> Result<Problem, CliError> {
+    let t = Instant::now();
+    let n = elems_per_dir(p, a.dofs);
+    let spec = BoxSpec::parse(&format!("hex:{n}x{n}x{n},perturb={},seed=1", a.perturb))?;
+    let mesh = generate_box(&spec)?;
+    let space = H1Space::new(&mesh, p, 1)?;
+    Ok(Problem {
+        mesh,
+        space,
+        prep_s: t.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs `ferrofem bench bp*`.
+pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
+    let orders = parse_orders(&a.order)?;
+    let backend = select(a.backend)?;
+    if let Backend::Cpu {
+        fallback_reason: Some(r),
+    } = &backend
+    {
+        eprintln!("note: {r}; running on the CPU");
+    }
+    let geos: Vec<GeometryMode> = match a.geo {
+        GeoArg::Stored => vec![GeometryMode::Stored],
+        GeoArg::Otf => vec![GeometryMode::OnTheFly],
+        GeoArg::All => vec![GeometryMode::Stored, GeometryMode::OnTheFly],
+    };
+    let copy_gbs = copy_bandwidth(&backend)?;
+    if !a.json {
+        println!(
+            "{} on {} ({}), copy bandwidth {:.1} GB/s measured in this process",
+            match name {
+                BpName::Bp1 => "BP1",
+                BpName::Bp3 => "BP3",
+                BpName::Bp35 => "BP3.5",
+            },
+            backend.name(),
+            match a.precision {
+                Precision::F64 => "f64",
+                Precision::F32 => "f32",
+            },
+            copy_gbs
+        );
+        println!(
+            "{:>2} {:>8} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>6}  notes",
+            "p",
+            "geometry",
+            "elements",
+            "DoFs",
+            "setup s",
+            "apply ms",
+            "GDOF/s",
+            "model MB",
+            "GB/s",
+            "roof",
+        );
+    }
+    let mut records = Vec::new();
+    for &p in &orders {
+        let prob = problem(p, &a)?;
+        for &geo in &geos {
+            let kind = kind_of(name, a.alpha);
+            let rec = match (&backend, a.precision) {
+                (Backend::Cpu { .. }, Precision::F64) => {
+                    run_cpu::<f64>(&prob, kind, geo, copy_gbs, &a)?
+                }
+                (Backend::Cpu { .. }, Precision::F32) => {
+                    run_cpu::<f32>(&prob, kind, geo, copy_gbs, &a)?
+                }
+                #[cfg(feature = "cuda")]
+                (Backend::Cuda(dev), Precision::F64) => {
+                    gpu::run::<f64>(dev, &prob, kind, geo, copy_gbs, &a)?
+                }
+                #[cfg(feature = "cuda")]
+                (Backend::Cuda(dev), Precision::F32) => {
+                    gpu::run::<f32>(dev, &prob, kind, geo, copy_gbs, &a)?
+                }
+            };
+            let mut rec = rec;
+            rec.bench = format!("{name:?}").to_lowercase().replace("bp35", "bp3.5");
+            rec.backend = backend.name();
+            emit(&rec, &a)?;
+            records.push(rec);
+        }
+    }
+    Ok(())
+}
+
+fn emit(r: &BpRecord, a: &BpArgs) -> Result<(), CliError> {
+    if let Some(path) = &a.record {
+        ferrofem_io::append_json_line(path, r)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    let mut notes = String::new();
+    if r.kernels_compiled + r.kernels_from_disk > 0 {
+        notes += &format!(
+            "compiled {} / cached {} ({:.2} s); ",
+            r.kernels_compiled, r.kernels_from_disk, r.compile_s
+        );
+    }
+    notes += &format!("first apply {:.2} ms", r.first_apply_s * 1e3);
+    if r.registers > 0 {
+        notes += &format!("; {} regs, {} el/block", r.registers, r.elems_per_block);
+    }
+    if let (Some(it), Some(s), Some(res), Some(rate)) = (
+        r.solve_iterations,
+        r.solve_s,
+        r.solve_rel_residual,
+        r.solve_dof_iters_per_s,
+    ) {
+        notes += &format!(
+            "; PCG {it} it in {s:.2} s to {res:.1e}, {:.2} GDOF·it/s",
+            rate / 1e9
+        );
+    }
+    println!(
+        "{:>2} {:>8} {:>10} {:>9.3e} {:>10.2} {:>10.4} {:>9.2} {:>9.1} {:>9.1} {:>5.0}%  {}",
+        r.order,
+        r.geometry,
+        r.elements,
+        r.dofs as f64,
+        r.setup_s,
+        r.apply_s * 1e3,
+        r.gdofs_per_s,
+        r.model_bytes / 1e6,
+        r.gbytes_per_s,
+        100.0 * r.roofline_fraction,
+        notes
+    );
+    Ok(())
+}
+
+fn copy_bandwidth(b: &Backend) -> Result<f64, CliError> {
+    match b {
+        Backend::Cpu { .. } => Ok(measure_copy_bandwidth(1 << 29, 0)),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda(dev) => Ok(ferrofem_cuda::blas::copy_bandwidth(dev, 1 << 30, 20)
+            .map_err(|e| CliError::Usage(e.to_string()))?
+            / 1e9),
+    }
+}
+
+fn record(
+    geo: GeometryMode,
+    prob: &Problem,
+    q: usize,
+    model: Model,
+    times: &[f64],
+    copy_gbs: f64,
+    precision: &str,
+) -> BpRecord {
+    let t = median(times);
+    BpRecord {
+        bench: String::new(),
+        backend: String::new(),
+        precision: precision.into(),
+        geometry: match geo {
+            GeometryMode::OnTheFly => "otf".into(),
+            GeometryMode::Stored => "stored".into(),
+            GeometryMode::Interleaved => "interleaved".into(),
+        },
+        order: prob.space.order(),
+        q,
+        elements: prob.mesh.num_cells(),
+        dofs: prob.space.num_dofs(),
+        setup_s: prob.prep_s,
+        kernels_compiled: 0,
+        kernels_from_disk: 0,
+        compile_s: 0.0,
+        first_apply_s: 0.0,
+        apply_s: t,
+        gdofs_per_s: prob.space.num_dofs() as f64 / t / 1e9,
+        model_bytes: model.bytes,
+        model_flops: model.flops,
+        gbytes_per_s: model.gbytes_per_s(t),
+        gflops_per_s: model.gflops_per_s(t),
+        copy_gbytes_per_s: copy_gbs,
+        roofline_fraction: model.roofline_fraction(t, copy_gbs),
+        elems_per_block: 0,
+        registers: -1,
+        solve_iterations: None,
+        solve_s: None,
+        solve_rel_residual: None,
+        solve_dof_iters_per_s: None,
+    }
+}
+
+fn run_cpu<T: ferrofem_base::Real>(
+    prob: &Problem,
+    kind: TensorKind,
+    geo: GeometryMode,
+    copy_gbs: f64,
+    a: &BpArgs,
+) -> Result<BpRecord, CliError> {
+    // the CPU's fastest layout of stored factors is the interleaved one
+    let cpu_geo = if geo == GeometryMode::Stored {
+        GeometryMode::Interleaved
+    } else {
+        geo
+    };
+    let t0 = Instant::now();
+    let mut opts = TensorOptions::new(kind);
+    opts.geometry = cpu_geo;
+    let op = TensorOperator::<T>::new(&prob.mesh, &prob.space, &opts)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let setup = t0.elapsed().as_secs_f64();
+    let x: Vec<T> = random_vec(prob.space.num_dofs(), 7)
+        .into_iter()
+        .map(T::of)
+        .collect();
+    let mut y = vec![T::zero(); x.len()];
+    let t1 = Instant::now();
+    op.try_apply(&x, &mut y)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let first = t1.elapsed().as_secs_f64();
+    for _ in 0..a.warmup {
+        op.try_apply(&x, &mut y)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+    }
+    let mut times = Vec::with_capacity(a.reps);
+    for _ in 0..a.reps {
+        let t = Instant::now();
+        op.try_apply(&x, &mut y)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let mut model_spec = op.model_spec();
+    model_spec.geometry = geo;
+    let model = ferrofem_operator::tensor::model::model(&model_spec);
+    let mut rec = record(geo, prob, model_spec.q, model, &times, copy_gbs, T::NAME);
+    rec.setup_s += setup;
+    rec.first_apply_s = first;
+    if let Some(tol) = a.solve {
+        let solve_kind = screened(kind, a.alpha);
+        let sop = if solve_kind == kind {
+            None
+        } else {
+            Some(
+                TensorOperator::<T>::new(&prob.mesh, &prob.space, &{
+                    let mut o = TensorOptions::new(solve_kind);
+                    o.geometry = cpu_geo;
+                    o
+                })
+                .map_err(|e| CliError::Usage(e.to_string()))?,
+            )
+        };
+        let sop = sop.as_ref().unwrap_or(&op);
+        let diag = sop.diagonal();
+        let space =
+            CpuSpace::with_jacobi(sop, &diag).map_err(|e| CliError::Usage(e.to_string()))?;
+        let xt: Vec<T> = random_vec(x.len(), 11).into_iter().map(T::of).collect();
+        let mut b = vec![T::zero(); x.len()];
+        sop.try_apply(&xt, &mut b)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let mut xs = vec![T::zero(); x.len()];
+        let opts = SolveOptions {
+            rtol: tol,
+            max_iter: 100_000,
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let st = pcg(&space, &b, &mut xs, &opts).map_err(|e| CliError::Usage(e.to_string()))?;
+        let s = t.elapsed().as_secs_f64();
+        rec.solve_iterations = Some(st.iterations);
+        rec.solve_s = Some(s);
+        rec.solve_rel_residual = Some(st.relative_residual());
+        rec.solve_dof_iters_per_s = Some(x.len() as f64 * st.iterations as f64 / s);
+    }
+    Ok(rec)
+}
+
+/// The screened Poisson operator a `--solve` uses: BP1 and pure diffusion get α = 1 so the
+/// problem is definite without boundary conditions.
+fn screened(kind: TensorKind, alpha: f64) -> TensorKind {
+    let a = if alpha == 0.0 { 1.0 } else { alpha };
+    match kind {
+        TensorKind::Mass | TensorKind::Diffusion { .. } => TensorKind::Diffusion { alpha: a },
+        TensorKind::CollocatedDiffusion { .. } => TensorKind::CollocatedDiffusion { alpha: a },
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::*;
+    use ferrofem_cuda::blas::GpuBlas;
+    use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
+    use ferrofem_cuda::krylov::GpuKrylov;
+    use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
+    use std::sync::Arc;
+
+    fn ge(e: ferrofem_cuda::GpuError) -> CliError {
+        CliError::Usage(e.to_string())
+    }
+
+    pub fn run<T: GpuReal>(
+        dev: &Arc<GpuDevice>,
+        prob: &Problem,
+        kind: TensorKind,
+        geo: GeometryMode,
+        copy_gbs: f64,
+        a: &BpArgs,
+    ) -> Result<BpRecord, CliError> {
+        let before = dev.compile_stats();
+        let t0 = Instant::now();
+        let cfg = BpConfig {
+            kind,
+            geo: if geo == GeometryMode::OnTheFly {
+                GeoMode::OnTheFly
+            } else {
+                GeoMode::Stored
+            },
+            q1d: None,
+            elems_per_block: a.elems_per_block,
+        };
+        let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
+        dev.synchronize().map_err(ge)?;
+        let setup = t0.elapsed().as_secs_f64();
+        let after = dev.compile_stats();
+        let x: Vec<T> = random_vec(prob.space.num_dofs(), 7)
+            .into_iter()
+            .map(T::of)
+            .collect();
+        let u = DeviceVec::from_host(dev, &x, "input").map_err(ge)?;
+        let mut v = DeviceVec::<T>::zeros(dev, x.len(), "output").map_err(ge)?;
+        let timer = GpuTimer::new(dev);
+        let first = timer.time(0, 1, || op.apply(&u, &mut v)).map_err(ge)?[0];
+        let times = timer
+            .time(a.warmup, a.reps, || op.apply(&u, &mut v))
+            .map_err(ge)?;
+        let model = op.model();
+        let mut rec = record(geo, prob, op.q1d(), model, &times, copy_gbs, T::NAME);
+        rec.setup_s += setup;
+        rec.first_apply_s = first;
+        rec.kernels_compiled = after.compiled - before.compiled;
+        rec.kernels_from_disk = after.from_disk - before.from_disk;
+        rec.compile_s = after.seconds - before.seconds;
+        rec.elems_per_block = op.elems_per_block();
+        rec.registers = op.registers();
+        if let Some(tol) = a.solve {
+            let skind = screened(kind, a.alpha);
+            let mut scfg = cfg;
+            scfg.kind = skind;
+            let sop = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, scfg).map_err(ge)?;
+            // Jacobi diagonal computed matrix-free by the CPU operator
+            let mut o = TensorOptions::new(skind);
+            o.geometry = GeometryMode::OnTheFly;
+            let cpu = TensorOperator::<T>::new(&prob.mesh, &prob.space, &o)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            let diag = cpu.diagonal();
+            drop(cpu);
+            let blas = GpuBlas::<T>::new(dev).map_err(ge)?;
+            let space = GpuKrylov::with_jacobi(&sop, &blas, &diag).map_err(ge)?;
+            let xt: Vec<T> = random_vec(x.len(), 11).into_iter().map(T::of).collect();
+            let dxt = DeviceVec::from_host(dev, &xt, "exact solution").map_err(ge)?;
+            let mut b = DeviceVec::<T>::zeros(dev, x.len(), "rhs").map_err(ge)?;
+            sop.apply(&dxt, &mut b).map_err(ge)?;
+            let mut xs = DeviceVec::<T>::zeros(dev, x.len(), "solution").map_err(ge)?;
+            let opts = SolveOptions {
+                rtol: tol,
+                max_iter: 100_000,
+                ..Default::default()
+            };
+            dev.synchronize().map_err(ge)?;
+            let t = Instant::now();
+            let st = pcg(&space, &b, &mut xs, &opts).map_err(|e| CliError::Usage(e.to_string()))?;
+            dev.synchronize().map_err(ge)?;
+            let s = t.elapsed().as_secs_f64();
+            rec.solve_iterations = Some(st.iterations);
+            rec.solve_s = Some(s);
+            rec.solve_rel_residual = Some(st.relative_residual());
+            rec.solve_dof_iters_per_s = Some(x.len() as f64 * st.iterations as f64 / s);
+        }
+        Ok(rec)
+    }
+}

@@ -1,0 +1,107 @@
+//! The device backend of the solvers' Krylov methods: the same CG/PCG code as on the CPU
+//! (`ferrofem_solver::{cg, pcg}`), with every vector in device memory.
+
+use crate::blas::GpuBlas;
+use crate::bp::GpuBp;
+use crate::{DeviceVec, GpuError, GpuReal};
+use ferrofem_solver::{KrylovSpace, SolverError};
+
+/// A linear operator whose vectors live on the device.
+pub trait GpuLinearOperator<T: GpuReal> {
+    /// Number of rows (= columns).
+    fn dim(&self) -> usize;
+    /// `y = A x`.
+    fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError>;
+}
+
+impl<T: GpuReal> GpuLinearOperator<T> for GpuBp<T> {
+    fn dim(&self) -> usize {
+        self.ndofs()
+    }
+    fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        self.apply(x, y)
+    }
+}
+
+/// Krylov space on the device: an operator, the vector kernels and an optional Jacobi
+/// preconditioner (inverse diagonal, on the device).
+pub struct GpuKrylov<'a, T: GpuReal, A: GpuLinearOperator<T>> {
+    op: &'a A,
+    blas: &'a GpuBlas<T>,
+    inv_diag: Option<DeviceVec<T>>,
+}
+
+impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuKrylov<'a, T, A> {
+    /// Unpreconditioned space.
+    pub fn new(op: &'a A, blas: &'a GpuBlas<T>) -> Self {
+        GpuKrylov {
+            op,
+            blas,
+            inv_diag: None,
+        }
+    }
+
+    /// Jacobi-preconditioned space from the operator's diagonal (host values; every entry
+    /// must be positive and finite).
+    pub fn with_jacobi(op: &'a A, blas: &'a GpuBlas<T>, diag: &[T]) -> Result<Self, GpuError> {
+        if diag.len() != op.dim() {
+            return Err(GpuError::Size {
+                what: "Jacobi diagonal",
+                expected: op.dim(),
+                got: diag.len(),
+            });
+        }
+        if let Some(i) = diag
+            .iter()
+            .position(|d| !(d.as_f64() > 0.0 && d.as_f64().is_finite()))
+        {
+            return Err(GpuError::Unsupported(format!(
+                "Jacobi preconditioner needs a positive diagonal; entry {i} is {}",
+                diag[i]
+            )));
+        }
+        let inv: Vec<T> = diag.iter().map(|&d| T::one() / d).collect();
+        let dev = blas.device();
+        Ok(GpuKrylov {
+            op,
+            blas,
+            inv_diag: Some(DeviceVec::from_host(dev, &inv, "inverse diagonal")?),
+        })
+    }
+}
+
+fn be(e: GpuError) -> SolverError {
+    SolverError::backend(e)
+}
+
+impl<T: GpuReal, A: GpuLinearOperator<T>> KrylovSpace<T> for GpuKrylov<'_, T, A> {
+    type Vector = DeviceVec<T>;
+
+    fn dim(&self) -> usize {
+        self.op.dim()
+    }
+    fn zeros(&self) -> Result<DeviceVec<T>, SolverError> {
+        DeviceVec::zeros(self.blas.device(), self.op.dim(), "Krylov vector").map_err(be)
+    }
+    fn dot(&self, a: &DeviceVec<T>, b: &DeviceVec<T>) -> Result<f64, SolverError> {
+        self.blas.dot(a, b).map_err(be)
+    }
+    fn axpy(&self, alpha: T, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
+        self.blas.axpy(alpha, x, y).map_err(be)
+    }
+    fn xpby(&self, x: &DeviceVec<T>, beta: T, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
+        self.blas.xpby(x, beta, y).map_err(be)
+    }
+    fn copy(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
+        y.copy_from(x).map_err(be)
+    }
+    fn apply(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
+        self.op.apply_device(x, y).map_err(be)
+    }
+    fn precondition(&self, r: &DeviceVec<T>, z: &mut DeviceVec<T>) -> Result<(), SolverError> {
+        match &self.inv_diag {
+            None => z.copy_from(r).map_err(be),
+            Some(d) => self.blas.pointwise_mult(d, r, z).map_err(be),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! GPU results against their CPU twins. Needs a CUDA device: skipped (with a message) when
+//! none is usable, unless FERROFEM_REQUIRE_GPU=1 (set by scripts/gpu-check.sh).
+
+use ferrofem_cuda::blas::GpuBlas;
+use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
+use ferrofem_cuda::compile::DiskCache;
+use ferrofem_cuda::krylov::GpuKrylov;
+use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
+use ferrofem_fe::{gauss_legendre, gauss_lobatto_legendre, QuadratureRule, Rule1D};
+use ferrofem_geometry::QuadGeometry;
+use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+use ferrofem_operator::tensor::{TensorKind, TensorOperator, TensorOptions};
+use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
+use ferrofem_space::H1Space;
+use std::sync::Arc;
+
+fn gpu() -> Option<Arc<GpuDevice>> {
+    match GpuDevice::new(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if std::env::var("FERROFEM_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("FERROFEM_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            eprintln!("no GPU ({e}): GPU tests skipped");
+            None
+        }
+    }
+}
+
+fn random_vec(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let num: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt();
+    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    num / den.max(1e-300)
+}
+
+fn mesh(n: usize) -> Mesh {
+    generate_box(&BoxSpec::parse(&format!("hex:{n}x{n}x{n},perturb=0.25,seed=5")).unwrap()).unwrap()
+}
+
+fn cpu_apply(mesh: &Mesh, space: &H1Space, kind: TensorKind, x: &[f64]) -> Vec<f64> {
+    let op = TensorOperator::<f64>::new(mesh, space, &TensorOptions::new(kind)).unwrap();
+    let mut y = vec![0.0; x.len()];
+    op.try_apply(x, &mut y).unwrap();
+    y
+}
+
+/// `None` when the configuration is refused as unsupported (e.g. too many elements per
+/// block for the shared memory at this order).
+fn gpu_apply<T: GpuReal>(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    space: &H1Space,
+    cfg: BpConfig,
+    x: &[f64],
+) -> Option<Vec<f64>> {
+    let op = match GpuBp::<T>::new(dev, mesh, space, cfg) {
+        Ok(op) => op,
+        Err(ferrofem_cuda::GpuError::Unsupported(msg)) if cfg.elems_per_block.is_some() => {
+            eprintln!("skipped {cfg:?}: {msg}");
+            return None;
+        }
+        Err(e) => panic!("{cfg:?}: {e}"),
+    };
+    let xt: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+    let u = DeviceVec::from_host(dev, &xt, "x").unwrap();
+    let mut v = DeviceVec::<T>::from_host(dev, &vec![T::of(f64::NAN); x.len()], "y").unwrap();
+    op.apply(&u, &mut v).unwrap();
+    Some(v.to_host().unwrap().iter().map(|t| t.as_f64()).collect())
+}
+
+#[test]
+fn bp_operators_match_the_cpu_twin() {
+    let Some(dev) = gpu() else { return };
+    let m = mesh(3);
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for p in 1..=8 {
+        let space = H1Space::new(&m, p, 1).unwrap();
+        let x = random_vec(space.num_dofs(), p as u64);
+        for kind in [
+            TensorKind::Mass,
+            TensorKind::Diffusion { alpha: 0.0 },
+            TensorKind::Diffusion { alpha: 1.5 },
+            TensorKind::CollocatedDiffusion { alpha: 0.0 },
+            TensorKind::CollocatedDiffusion { alpha: 1.5 },
+        ] {
+            let alpha = kind.alpha();
+            let want = cpu_apply(&m, &space, kind, &x);
+            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+                let epbs: &[Option<usize>] = if [1, 3, 7, 8].contains(&p) {
+                    &[None, Some(1), Some(2)]
+                } else {
+                    &[None]
+                };
+                for &epb in epbs {
+                    let cfg = BpConfig {
+                        kind,
+                        geo,
+                        q1d: None,
+                        elems_per_block: epb,
+                    };
+                    let Some(got) = gpu_apply::<f64>(&dev, &m, &space, cfg, &x) else {
+                        continue;
+                    };
+                    let e64 = rel_err(&got, &want);
+                    if e64.is_nan() || e64 >= 1e-12 {
+                        failures.push(format!(
+                            "{} p={p} alpha={alpha} {geo:?} epb={epb:?}: f64 rel err {e64:e}",
+                            kind.name()
+                        ));
+                    }
+                    if epb.is_none() {
+                        let got32 = gpu_apply::<f32>(&dev, &m, &space, cfg, &x)
+                            .expect("default configuration is supported");
+                        let e32 = rel_err(&got32, &want);
+                        if e32.is_nan() || e32 >= 1e-5 {
+                            failures.push(format!(
+                                "{} p={p} {geo:?}: f32 rel err {e32:e}",
+                                kind.name()
+                            ));
+                        }
+                        rows.push(format!(
+                            "{} p={p} a={alpha} {geo:?}: f64 {e64:.1e} f32 {e32:.1e}",
+                            kind.name()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for r in rows {
+        eprintln!("{r}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn device_geometry_matches_host_geometry() {
+    let Some(dev) = gpu() else { return };
+    let m = mesh(3);
+    for p in [2usize, 5] {
+        let space = H1Space::new(&m, p, 1).unwrap();
+        for (kind, q) in [
+            (TensorKind::Diffusion { alpha: 1.0 }, p + 2),
+            (TensorKind::CollocatedDiffusion { alpha: 0.0 }, p + 1),
+            (TensorKind::Mass, p + 2),
+        ] {
+            let (pts, wts) = if kind.is_collocated() {
+                let g = gauss_lobatto_legendre(q).unwrap();
+                (g.points, g.weights)
+            } else {
+                let g = gauss_legendre(q).unwrap();
+                (g.points, g.weights)
+            };
+            let rule = QuadratureRule::tensor(
+                ferrofem_base::CellType::Hexahedron,
+                &Rule1D {
+                    points: pts,
+                    weights: wts,
+                },
+                0,
+            );
+            let qg = QuadGeometry::compute(&m, &rule).unwrap();
+            let metric = qg.metric();
+            let op = GpuBp::<f64>::new(&dev, &m, &space, BpConfig::new(kind)).unwrap();
+            let g = op.geometry_to_host().unwrap();
+            let q3 = q * q * q;
+            let ngeo = g.len() / (m.num_cells() * q3);
+            let mut worst: f64 = 0.0;
+            for e in 0..m.num_cells() {
+                for qp in 0..q3 {
+                    for c in 0..ngeo {
+                        let host = if kind == TensorKind::Mass || c == 6 {
+                            qg.wdetj[e * q3 + qp]
+                        } else {
+                            metric[(e * q3 + qp) * 6 + c]
+                        };
+                        let dev_v = g[(e * ngeo + c) * q3 + qp];
+                        worst = worst.max((host - dev_v).abs() / host.abs().max(1e-3));
+                    }
+                }
+            }
+            assert!(
+                worst < 1e-12,
+                "{} p={p}: geometry differs by {worst:e}",
+                kind.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn blas_matches_host() {
+    let Some(dev) = gpu() else { return };
+    let blas = GpuBlas::<f64>::new(&dev).unwrap();
+    for n in [1usize, 1000, 1 << 20] {
+        let x = random_vec(n, 1);
+        let y = random_vec(n, 2);
+        let dx = DeviceVec::from_host(&dev, &x, "x").unwrap();
+        let mut dy = DeviceVec::from_host(&dev, &y, "y").unwrap();
+        let dot = blas.dot(&dx, &dy).unwrap();
+        let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+        assert!((dot - want).abs() < 1e-10 * (n as f64).sqrt(), "dot n={n}");
+        blas.axpy(0.5, &dx, &mut dy).unwrap();
+        let got = dy.to_host().unwrap();
+        assert!(got
+            .iter()
+            .zip(x.iter().zip(&y))
+            .all(|(g, (a, b))| (g - (b + 0.5 * a)).abs() < 1e-15));
+        blas.xpby(&dx, -2.0, &mut dy).unwrap();
+        let got2 = dy.to_host().unwrap();
+        assert!(got2
+            .iter()
+            .zip(x.iter().zip(&got))
+            .all(|(g, (a, b))| (g - (a - 2.0 * b)).abs() < 1e-14));
+    }
+}
+
+#[test]
+fn device_pcg_matches_cpu_pcg() {
+    let Some(dev) = gpu() else { return };
+    let m = mesh(4);
+    let p = 4;
+    let space = H1Space::new(&m, p, 1).unwrap();
+    let alpha = 1.0;
+    let cpu_op = TensorOperator::<f64>::new(
+        &m,
+        &space,
+        &TensorOptions::new(TensorKind::CollocatedDiffusion { alpha }),
+    )
+    .unwrap();
+    let xtrue = random_vec(space.num_dofs(), 9);
+    let mut b = vec![0.0; xtrue.len()];
+    cpu_op.try_apply(&xtrue, &mut b).unwrap();
+    let diag = cpu_op.diagonal();
+    let opts = SolveOptions {
+        rtol: 1e-10,
+        max_iter: 2000,
+        ..Default::default()
+    };
+    let cpu_space = CpuSpace::with_jacobi(&cpu_op, &diag).unwrap();
+    let mut xc = vec![0.0; b.len()];
+    let cpu_stats = pcg(&cpu_space, &b, &mut xc, &opts).unwrap();
+
+    let gop = GpuBp::<f64>::new(
+        &dev,
+        &m,
+        &space,
+        BpConfig::new(TensorKind::CollocatedDiffusion { alpha }),
+    )
+    .unwrap();
+    let blas = GpuBlas::<f64>::new(&dev).unwrap();
+    let gspace = GpuKrylov::with_jacobi(&gop, &blas, &diag).unwrap();
+    let db = DeviceVec::from_host(&dev, &b, "b").unwrap();
+    let mut dx = DeviceVec::<f64>::zeros(&dev, b.len(), "x").unwrap();
+    let gstats = pcg(&gspace, &db, &mut dx, &opts).unwrap();
+    let xg = dx.to_host().unwrap();
+    assert!(
+        rel_err(&xg, &xtrue) < 1e-8,
+        "device solution error {:e}",
+        rel_err(&xg, &xtrue)
+    );
+    assert!(
+        (gstats.iterations as i64 - cpu_stats.iterations as i64).abs() <= 2,
+        "iterations {} vs {}",
+        gstats.iterations,
+        cpu_stats.iterations
+    );
+    eprintln!(
+        "PCG iterations: cpu {} gpu {}",
+        cpu_stats.iterations, gstats.iterations
+    );
+}
+
+#[test]
+fn dirichlet_rows_are_identity() {
+    let Some(dev) = gpu() else { return };
+    let m = mesh(3);
+    let space = H1Space::new(&m, 3, 1).unwrap();
+    let bnd = space.node_dofs(&space.boundary_nodes(&m).unwrap(), None);
+    let mut x = random_vec(space.num_dofs(), 4);
+    for &d in &bnd {
+        x[d as usize] = 0.0;
+    }
+    let laplace = TensorKind::Diffusion { alpha: 0.0 };
+    let want_free = cpu_apply(&m, &space, laplace, &x);
+    let mut op = GpuBp::<f64>::new(&dev, &m, &space, BpConfig::new(laplace)).unwrap();
+    op.set_dirichlet(&bnd).unwrap();
+    let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
+    let mut v = DeviceVec::<f64>::zeros(&dev, x.len(), "y").unwrap();
+    op.apply(&u, &mut v).unwrap();
+    let got = v.to_host().unwrap();
+    let mut is_bnd = vec![false; x.len()];
+    for &d in &bnd {
+        is_bnd[d as usize] = true;
+    }
+    for i in 0..x.len() {
+        if is_bnd[i] {
+            assert_eq!(got[i], x[i]);
+        } else {
+            assert!((got[i] - want_free[i]).abs() < 1e-12 * (1.0 + want_free[i].abs()));
+        }
+    }
+}
+
+#[test]
+fn second_device_object_loads_kernels_from_the_disk_cache() {
+    let Some(_) = gpu() else { return };
+    let dir = std::env::temp_dir().join(format!("ferrofem-cache-test-{}", std::process::id()));
+    let m = mesh(2);
+    let space = H1Space::new(&m, 2, 1).unwrap();
+    let d1 = GpuDevice::with_cache(0, Some(DiskCache::at(&dir))).unwrap();
+    GpuBp::<f64>::new(&d1, &m, &space, BpConfig::new(TensorKind::Mass)).unwrap();
+    let s1 = d1.compile_stats();
+    assert!(s1.compiled >= 1 && s1.from_disk == 0, "{s1:?}");
+    let d2 = GpuDevice::with_cache(0, Some(DiskCache::at(&dir))).unwrap();
+    GpuBp::<f64>::new(&d2, &m, &space, BpConfig::new(TensorKind::Mass)).unwrap();
+    let s2 = d2.compile_stats();
+    assert!(s2.compiled == 0 && s2.from_disk >= 1, "{s2:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

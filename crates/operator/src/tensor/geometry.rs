@@ -1,0 +1,493 @@
+//! Geometric factors of the tensor-product operators at their quadrature points, stored
+//! per element in the layout the CPU and GPU kernels share, or recomputed on the fly from
+//! the element's vertices.
+
+use super::lanes::{madd, Lane, LANES};
+use super::{TensorBasis, TensorError};
+use ferrofem_base::Real;
+use ferrofem_mesh::Mesh;
+use rayon::prelude::*;
+
+/// Determinants below this fraction of `h^dim` (with `h` the largest vertex offset of the
+/// element) count as degenerate.
+const DEGENERATE: f64 = 1e-12;
+
+/// Where an operator gets its geometric factors from, and in which layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum GeometryMode {
+    /// Precomputed at every quadrature point of every element, element-major
+    /// (`[elem][factor][point]`, the layout the GPU kernels read): the fewest flops, the
+    /// most bytes (the paper's 7 values per point for BP3). The CPU kernels transpose each
+    /// batch's factors into lane layout, which costs them time.
+    Stored,
+    /// The same factors in the CPU kernels' layout, `[batch][factor][point][lane]` with
+    /// [`LANES`] elements per batch (the last batch padded by repeating its last element),
+    /// read by the kernels with plain vector loads: the fastest on the CPU.
+    #[default]
+    Interleaved,
+    /// Recomputed at every application from the element's vertex offsets through the
+    /// multilinear map (`2^d - 1` vertices × `d` values per element): few bytes, more flops.
+    OnTheFly,
+}
+
+/// The geometry an operator reads.
+///
+/// Per point, the factors are, in order: the packed metric `G = w det J · J⁻¹J⁻ᵀ`
+/// (`(00, 01, 11)` in 2-D, `(00, 01, 02, 11, 12, 22)` in 3-D, as
+/// [`QuadGeometry::metric`](ferrofem_geometry::QuadGeometry::metric)) when the operator
+/// has a gradient term, then `w det J` when it has a mass term. `factors` is laid out
+/// `[elem][factor][point]` (one contiguous array per factor and element), points
+/// lexicographic with the first direction fastest, so that a GPU kernel reads it
+/// coalesced as well.
+///
+/// `vertex_offsets` holds the multilinear map of each element as offsets of its vertices
+/// from vertex 0, `x_v - x_0` for `v = 1..2^d` (lexicographic vertices), laid out
+/// `[elem][axis][v - 1]`. The Jacobian only depends on these differences, which keeps
+/// it accurate in `f32` too.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorGeometry<T> {
+    /// Dimension (2 or 3).
+    pub dim: usize,
+    /// Number of elements.
+    pub num_elem: usize,
+    /// Quadrature points per element.
+    pub num_points: usize,
+    /// True when the factors start with the packed metric.
+    pub has_metric: bool,
+    /// True when the factors end with `w det J`.
+    pub has_mass: bool,
+    /// How the kernels obtain the factors.
+    pub mode: GeometryMode,
+    /// Stored factors, `[elem][factor][point]`; empty unless [`GeometryMode::Stored`].
+    pub factors: Vec<T>,
+    /// Stored factors, `[batch][factor][point]` of lanes; empty unless
+    /// [`GeometryMode::Interleaved`].
+    pub interleaved: Vec<[T; LANES]>,
+    /// Vertex offsets `x_v - x_0`, `[elem][axis][v - 1]` (always present: small).
+    pub vertex_offsets: Vec<T>,
+}
+
+impl<T: Real> TensorGeometry<T> {
+    /// Factors per point: `d(d+1)/2` for the metric plus one for the mass term.
+    pub fn num_factors(&self) -> usize {
+        factor_count(self.dim, self.has_metric, self.has_mass)
+    }
+    /// Vertex offsets per element, `d (2^d - 1)`.
+    pub fn offsets_per_elem(&self) -> usize {
+        self.dim * ((1 << self.dim) - 1)
+    }
+
+    /// Computes the geometry of every cell at the quadrature points of `basis` from the
+    /// cells' vertex offsets (see [`vertex_offsets`]), checking that no element is inverted
+    /// or degenerate at any point.
+    pub(crate) fn build(
+        offsets_f64: &[f64],
+        basis: &TensorBasis,
+        has_metric: bool,
+        has_mass: bool,
+        mode: GeometryMode,
+    ) -> Result<TensorGeometry<T>, TensorError> {
+        let dim = basis.dim;
+        let table = MapTable::new(basis);
+        let nq = table.num_points;
+        let per = dim * table.nv1;
+        let ne = offsets_f64.len() / per;
+        let nf = factor_count(dim, has_metric, has_mass);
+        // factors of element `e` through `put(factor, point, value)`; the first bad point
+        let element = |e: usize, put: &mut dyn FnMut(usize, usize, f64)| {
+            let vd = &offsets_f64[e * per..(e + 1) * per];
+            let mut f = [0.0; 7];
+            let mut bad = None;
+            let tiny = DEGENERATE * elem_scale(vd).powi(dim as i32);
+            for i in 0..nq {
+                let det = point_factors(
+                    dim,
+                    vd,
+                    table.dphi_at(i),
+                    table.w[i],
+                    has_metric,
+                    has_mass,
+                    &mut f,
+                );
+                // a NaN determinant counts as bad too
+                if bad.is_none() && det.partial_cmp(&tiny) != Some(std::cmp::Ordering::Greater) {
+                    bad = Some((e, i, det));
+                }
+                for (c, &v) in f.iter().enumerate().take(nf) {
+                    put(c, i, v);
+                }
+            }
+            bad
+        };
+        let mut factors = Vec::new();
+        let mut interleaved = Vec::new();
+        let block = (nf * nq).max(1);
+        let first_bad = match mode {
+            GeometryMode::Stored => {
+                factors = vec![T::zero(); ne * nf * nq];
+                factors
+                    .par_chunks_mut(block)
+                    .enumerate()
+                    .with_min_len(64)
+                    .filter_map(|(e, out)| element(e, &mut |c, i, v| out[c * nq + i] = T::of(v)))
+                    .min_by_key(|b| b.0)
+            }
+            GeometryMode::Interleaved => {
+                interleaved = vec![[T::zero(); LANES]; ne.div_ceil(LANES) * nf * nq];
+                interleaved
+                    .par_chunks_mut(block)
+                    .enumerate()
+                    .with_min_len(8)
+                    .filter_map(|(b, out)| {
+                        let mut bad = None;
+                        for l in 0..LANES {
+                            // padding lanes repeat the last element
+                            let e = (b * LANES + l).min(ne - 1);
+                            let r = element(e, &mut |c, i, v| out[c * nq + i][l] = T::of(v));
+                            bad = bad.or(r);
+                        }
+                        bad
+                    })
+                    .min_by_key(|b| b.0)
+            }
+            GeometryMode::OnTheFly => (0..ne)
+                .into_par_iter()
+                .with_min_len(64)
+                .filter_map(|e| element(e, &mut |_, _, _| {}))
+                .min_by_key(|b| b.0),
+        };
+        if let Some((elem, point, det)) = first_bad {
+            return Err(TensorError::InvertedElement { elem, point, det });
+        }
+        Ok(TensorGeometry {
+            dim,
+            num_elem: ne,
+            num_points: nq,
+            has_metric,
+            has_mass,
+            mode,
+            factors,
+            interleaved,
+            vertex_offsets: offsets_f64.iter().map(|&x| T::of(x)).collect(),
+        })
+    }
+
+    /// Factor `c` of element `e` at point `i`, whatever the layout (`None` on the fly).
+    pub fn factor(&self, e: usize, c: usize, i: usize) -> Option<T> {
+        let (nf, nq) = (self.num_factors(), self.num_points);
+        match self.mode {
+            GeometryMode::Stored => self.factors.get((e * nf + c) * nq + i).copied(),
+            GeometryMode::Interleaved => self
+                .interleaved
+                .get(((e / LANES) * nf + c) * nq + i)
+                .map(|lane| lane[e % LANES]),
+            GeometryMode::OnTheFly => None,
+        }
+    }
+}
+
+/// Factors per point for the given terms.
+pub(crate) fn factor_count(dim: usize, metric: bool, mass: bool) -> usize {
+    (if metric { dim * (dim + 1) / 2 } else { 0 }) + mass as usize
+}
+
+/// Largest absolute vertex offset of an element (its size).
+fn elem_scale(vd: &[f64]) -> f64 {
+    vd.iter().fold(0.0f64, |m, &x| m.max(x.abs()))
+}
+
+/// Vertex offsets `x_v - x_0` of all cells, `[elem][axis][v - 1]`, in `f64`.
+pub(crate) fn vertex_offsets(mesh: &Mesh) -> Vec<f64> {
+    let d = mesh.dim();
+    let nv = 1usize << d;
+    let per = d * (nv - 1);
+    let mut out = vec![0.0; mesh.num_cells() * per];
+    out.par_chunks_mut(per.max(1))
+        .enumerate()
+        .for_each(|(e, o)| {
+            let cell = mesh.cell(e);
+            let x0 = mesh.vertex(cell[0] as usize);
+            for v in 1..nv {
+                let xv = mesh.vertex(cell[v] as usize);
+                for a in 0..d {
+                    o[a * (nv - 1) + v - 1] = xv[a] - x0[a];
+                }
+            }
+        });
+    out
+}
+
+/// Reference derivatives of the multilinear map's vertex functions `φ_v`, `v >= 1`, and
+/// the tensor weights at every quadrature point of a basis.
+#[derive(Clone, Debug)]
+pub(crate) struct MapTable {
+    /// Quadrature points per element.
+    pub num_points: usize,
+    /// Vertex functions used (`2^d - 1`).
+    pub nv1: usize,
+    /// Dimension.
+    pub dim: usize,
+    /// `dphi[(point * dim + k) * nv1 + v - 1] = ∂φ_v/∂ξ_k`.
+    pub dphi: Vec<f64>,
+    /// Tensor quadrature weights.
+    pub w: Vec<f64>,
+}
+
+impl MapTable {
+    pub(crate) fn new(basis: &TensorBasis) -> MapTable {
+        let d = basis.dim;
+        let nq = basis.points_per_elem();
+        let nv1 = (1usize << d) - 1;
+        let mut dphi = vec![0.0; nq * d * nv1];
+        let mut w = vec![0.0; nq];
+        for i in 0..nq {
+            let mut xi = [0.0; 3];
+            let mut r = i;
+            for x in xi.iter_mut().take(d) {
+                *x = basis.points[r % basis.q];
+                r /= basis.q;
+            }
+            w[i] = basis.weight(i);
+            for v in 1..=nv1 {
+                for k in 0..d {
+                    let mut g = 1.0;
+                    for a in 0..d {
+                        let s = if (v >> a) & 1 == 1 { 1.0 } else { -1.0 };
+                        g *= if a == k {
+                            0.5 * s
+                        } else {
+                            0.5 * (1.0 + s * xi[a])
+                        };
+                    }
+                    dphi[(i * d + k) * nv1 + v - 1] = g;
+                }
+            }
+        }
+        MapTable {
+            num_points: nq,
+            nv1,
+            dim: d,
+            dphi,
+            w,
+        }
+    }
+
+    /// The derivatives at point `i`, `[k][v - 1]`.
+    pub(crate) fn dphi_at(&self, i: usize) -> &[f64] {
+        let s = self.dim * self.nv1;
+        &self.dphi[i * s..(i + 1) * s]
+    }
+}
+
+/// Geometric factors at one point (in `f64`): writes the packed metric (if `metric`) and
+/// `w det J` (if `mass`) to `out` and returns `det J`. `vd` are the element's vertex
+/// offsets `[axis][v - 1]`, `dphi` the map derivatives at the point `[k][v - 1]`.
+pub(crate) fn point_factors(
+    dim: usize,
+    vd: &[f64],
+    dphi: &[f64],
+    w: f64,
+    metric: bool,
+    mass: bool,
+    out: &mut [f64],
+) -> f64 {
+    let nv1 = (1usize << dim) - 1;
+    let mut j = [[0.0; 3]; 3];
+    for i in 0..dim {
+        for k in 0..dim {
+            j[i][k] = (0..nv1).map(|v| vd[i * nv1 + v] * dphi[k * nv1 + v]).sum();
+        }
+    }
+    let (det, adj) = adjugate(dim, &j);
+    let mut c = 0;
+    if metric {
+        // G_kl = w det J Σ_i J⁻¹[k][i] J⁻¹[l][i] = (w / det J) Σ_i adj[k][i] adj[l][i]
+        let s = w / det;
+        for k in 0..dim {
+            for l in k..dim {
+                out[c] = s * (0..dim).map(|i| adj[k][i] * adj[l][i]).sum::<f64>();
+                c += 1;
+            }
+        }
+    }
+    if mass {
+        out[c] = w * det;
+    }
+    det
+}
+
+/// Determinant and adjugate (`J⁻¹ = adj / det`) of a 2×2 or 3×3 matrix.
+fn adjugate(dim: usize, j: &[[f64; 3]; 3]) -> (f64, [[f64; 3]; 3]) {
+    let mut a = [[0.0; 3]; 3];
+    if dim == 2 {
+        a[0][0] = j[1][1];
+        a[0][1] = -j[0][1];
+        a[1][0] = -j[1][0];
+        a[1][1] = j[0][0];
+        return (j[0][0] * j[1][1] - j[0][1] * j[1][0], a);
+    }
+    a[0][0] = j[1][1] * j[2][2] - j[1][2] * j[2][1];
+    a[0][1] = j[0][2] * j[2][1] - j[0][1] * j[2][2];
+    a[0][2] = j[0][1] * j[1][2] - j[0][2] * j[1][1];
+    a[1][0] = j[1][2] * j[2][0] - j[1][0] * j[2][2];
+    a[1][1] = j[0][0] * j[2][2] - j[0][2] * j[2][0];
+    a[1][2] = j[0][2] * j[1][0] - j[0][0] * j[1][2];
+    a[2][0] = j[1][0] * j[2][1] - j[1][1] * j[2][0];
+    a[2][1] = j[0][1] * j[2][0] - j[0][0] * j[2][1];
+    a[2][2] = j[0][0] * j[1][1] - j[0][1] * j[1][0];
+    (j[0][0] * a[0][0] + j[0][1] * a[1][0] + j[0][2] * a[2][0], a)
+}
+
+/// The on-the-fly twin of [`point_factors`] for a batch: computes the factors of all
+/// lanes at every point and writes factor `c` of point `i` to `out[c * nq + i]`.
+/// `vd[a * nv1 + v]` are the lanes' vertex offsets, `dphi` the map table in `T`.
+#[inline(always)]
+pub(crate) fn lane_factors<T: Real, const FMA: bool>(
+    dim: usize,
+    nq: usize,
+    vd: &[Lane<T>],
+    dphi: &[T],
+    w: &[T],
+    metric: bool,
+    mass: bool,
+    out: &mut [Lane<T>],
+) {
+    let nv1 = (1usize << dim) - 1;
+    let vd = &vd[..dim * nv1];
+    let dphi = &dphi[..nq * dim * nv1];
+    for i in 0..nq {
+        let dp = &dphi[i * dim * nv1..(i + 1) * dim * nv1];
+        let mut j = [[[T::zero(); LANES]; 3]; 3];
+        for a in 0..dim {
+            for k in 0..dim {
+                let mut acc = [T::zero(); LANES];
+                for v in 0..nv1 {
+                    let g = dp[k * nv1 + v];
+                    let x = &vd[a * nv1 + v];
+                    for l in 0..LANES {
+                        acc[l] = madd::<T, FMA>(acc[l], g, x[l]);
+                    }
+                }
+                j[a][k] = acc;
+            }
+        }
+        let wi = w[i];
+        if !metric {
+            // the mass term needs det J only
+            if mass {
+                let mut wd = [T::zero(); LANES];
+                for l in 0..LANES {
+                    let m = |r: usize, s: usize| j[r][s][l];
+                    let det = if dim == 2 {
+                        m(0, 0) * m(1, 1) - m(0, 1) * m(1, 0)
+                    } else {
+                        m(0, 0) * (m(1, 1) * m(2, 2) - m(1, 2) * m(2, 1))
+                            - m(0, 1) * (m(1, 0) * m(2, 2) - m(1, 2) * m(2, 0))
+                            + m(0, 2) * (m(1, 0) * m(2, 1) - m(1, 1) * m(2, 0))
+                    };
+                    wd[l] = wi * det;
+                }
+                out[i] = wd;
+            }
+            continue;
+        }
+        let mut c = 0;
+        if dim == 2 {
+            let mut g = [[T::zero(); LANES]; 3];
+            let mut wd = [T::zero(); LANES];
+            for l in 0..LANES {
+                let (j00, j01, j10, j11) = (j[0][0][l], j[0][1][l], j[1][0][l], j[1][1][l]);
+                let det = j00 * j11 - j01 * j10;
+                let s = wi / det;
+                // adj = [[j11, -j01], [-j10, j00]]
+                g[0][l] = s * (j11 * j11 + j01 * j01);
+                g[1][l] = -s * (j11 * j10 + j01 * j00);
+                g[2][l] = s * (j10 * j10 + j00 * j00);
+                wd[l] = wi * det;
+            }
+            if metric {
+                for gk in g {
+                    out[c * nq + i] = gk;
+                    c += 1;
+                }
+            }
+            if mass {
+                out[c * nq + i] = wd;
+            }
+        } else {
+            let mut g = [[T::zero(); LANES]; 6];
+            let mut wd = [T::zero(); LANES];
+            for l in 0..LANES {
+                let m = |r: usize, s: usize| j[r][s][l];
+                let a00 = m(1, 1) * m(2, 2) - m(1, 2) * m(2, 1);
+                let a01 = m(0, 2) * m(2, 1) - m(0, 1) * m(2, 2);
+                let a02 = m(0, 1) * m(1, 2) - m(0, 2) * m(1, 1);
+                let a10 = m(1, 2) * m(2, 0) - m(1, 0) * m(2, 2);
+                let a11 = m(0, 0) * m(2, 2) - m(0, 2) * m(2, 0);
+                let a12 = m(0, 2) * m(1, 0) - m(0, 0) * m(1, 2);
+                let a20 = m(1, 0) * m(2, 1) - m(1, 1) * m(2, 0);
+                let a21 = m(0, 1) * m(2, 0) - m(0, 0) * m(2, 1);
+                let a22 = m(0, 0) * m(1, 1) - m(0, 1) * m(1, 0);
+                let det = m(0, 0) * a00 + m(0, 1) * a10 + m(0, 2) * a20;
+                let s = wi / det;
+                g[0][l] = s * (a00 * a00 + a01 * a01 + a02 * a02);
+                g[1][l] = s * (a00 * a10 + a01 * a11 + a02 * a12);
+                g[2][l] = s * (a00 * a20 + a01 * a21 + a02 * a22);
+                g[3][l] = s * (a10 * a10 + a11 * a11 + a12 * a12);
+                g[4][l] = s * (a10 * a20 + a11 * a21 + a12 * a22);
+                g[5][l] = s * (a20 * a20 + a21 * a21 + a22 * a22);
+                wd[l] = wi * det;
+            }
+            if metric {
+                for gk in g {
+                    out[c * nq + i] = gk;
+                    c += 1;
+                }
+            }
+            if mass {
+                out[c * nq + i] = wd;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrofem_base::CellType;
+    use ferrofem_fe::QuadratureRule;
+    use ferrofem_geometry::QuadGeometry;
+    use ferrofem_mesh::{generate_box, BoxSpec};
+
+    #[test]
+    fn stored_factors_match_quad_geometry() {
+        for ct in [CellType::Quadrilateral, CellType::Hexahedron] {
+            let d = ct.dim();
+            let mut spec = BoxSpec::unit(ct, &vec![3; d]);
+            spec.perturb = 0.25;
+            spec.seed = 3;
+            let mesh = generate_box(&spec).unwrap();
+            let basis = TensorBasis::new(d, 2, 4, false).unwrap();
+            let rule = QuadratureRule::gauss(ct, 4).unwrap();
+            let qg = QuadGeometry::compute(&mesh, &rule).unwrap();
+            let g = qg.metric();
+            let m = d * (d + 1) / 2;
+            for mode in [GeometryMode::Stored, GeometryMode::Interleaved] {
+                let offsets = vertex_offsets(&mesh);
+                let geo = TensorGeometry::<f64>::build(&offsets, &basis, true, true, mode).unwrap();
+                let nq = geo.num_points;
+                for e in 0..mesh.num_cells() {
+                    for i in 0..nq {
+                        for c in 0..m {
+                            let want = g[(e * nq + i) * m + c];
+                            let got = geo.factor(e, c, i).unwrap();
+                            assert!((got - want).abs() < 1e-13 * (1.0 + want.abs()));
+                        }
+                        let want = qg.wdetj[e * nq + i];
+                        assert!((geo.factor(e, m, i).unwrap() - want).abs() < 1e-14);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! Sum-factorised tensor-product operators on quadrilaterals and hexahedra: the CEED
+//! bake-off problems BP1 (mass), BP3 (diffusion, Gauss quadrature) and BP3.5 (diffusion
+//! collocated at the GLL nodes, CEED BP5) of Świrydowicz et al. (2019), scalar or with
+//! several components, as the CPU baseline and twin of the GPU kernels.
+//!
+//! One application is the pipeline of the design document: gather (restriction), the
+//! element kernel (interpolate with `B`, differentiate with `D̂` along each axis as 1-D
+//! contractions, apply the geometric factors pointwise, then the transposed contractions)
+//! and the race-free scatter-add. Kernels work on batches of [`LANES`] elements laid out
+//! `[node][lane]`, so their inner loops vectorise across elements. Stored geometry is laid
+//! out `[elem][factor][point]`, the layout the GPU kernels read as well. [`model`] gives
+//! the bytes and flops of an application, [`bandwidth`] the copy bandwidth to compare with.
+
+mod accumulate;
+pub mod bandwidth;
+mod basis;
+mod diagonal;
+mod error;
+mod geometry;
+mod kernel;
+mod lanes;
+pub mod model;
+mod operator;
+
+pub use accumulate::{Accumulation, BlockColoring};
+pub use bandwidth::measure_copy_bandwidth;
+pub use basis::{TensorBasis, MAX_QUADRATURE_POINTS};
+pub use error::TensorError;
+pub use geometry::{GeometryMode, TensorGeometry};
+pub use kernel::SimdLevel;
+pub use lanes::LANES;
+pub use model::{IndexTraffic, Model, ModelSpec, VectorTraffic};
+pub use operator::{
+    default_block_len, TensorKind, TensorOperator, TensorOptions, MAX_DEFAULT_BLOCK_LEN,
+};

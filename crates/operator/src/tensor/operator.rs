@@ -1,0 +1,485 @@
+//! The user-facing tensor-product operator: L-vector in, gather, sum-factorised element
+//! kernel, race-free accumulation, L-vector out.
+
+use super::accumulate::{sum_by_node, EVecSink, SharedSink, SharedSlice};
+use super::basis::transpose;
+use super::geometry::{vertex_offsets, MapTable};
+use super::kernel::{self, KernelData, RangeFn, Scratch, Sizes};
+use super::model::{self, IndexTraffic, Model, ModelSpec, VectorTraffic};
+use super::{
+    diagonal, Accumulation, BlockColoring, GeometryMode, SimdLevel, TensorBasis, TensorError,
+    TensorGeometry, LANES,
+};
+use ferrofem_base::{LinearOperator, Real};
+use ferrofem_mesh::Mesh;
+use ferrofem_space::{ElemRestriction, H1Space, TransposeMap};
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+/// Elements per task of the by-node accumulation's kernel pass.
+const TASK_ELEMS: usize = 8 * LANES;
+/// Largest default number of elements per colour block of the coloured accumulation.
+pub const MAX_DEFAULT_BLOCK_LEN: usize = 8 * LANES;
+
+/// Default elements per colour block: large blocks for locality, but at least about 32
+/// blocks per thread (a few per thread in every colour), in whole batches of [`LANES`].
+pub fn default_block_len(num_elem: usize, threads: usize) -> usize {
+    let per = num_elem / (32 * threads.max(1));
+    per.clamp(LANES, MAX_DEFAULT_BLOCK_LEN).div_ceil(LANES) * LANES
+}
+
+/// Which bilinear form a [`TensorOperator`] applies (the CEED bake-off problems).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TensorKind {
+    /// BP1: the mass matrix `∫ v u`, Gauss quadrature (default `q = p + 2` points per
+    /// direction, CEED's choice).
+    Mass,
+    /// BP3: `∫ ∇v·∇u + α v u` with Gauss quadrature (default `q = p + 2`); `α = 0` is the
+    /// pure diffusion (Laplace) operator of CEED BP3.
+    Diffusion {
+        /// The screening coefficient `α`.
+        alpha: f64,
+    },
+    /// BP3.5 (CEED BP5): the same form integrated by collocation at the `p + 1` GLL nodes
+    /// per direction, with the GLL derivative matrix and no interpolation.
+    CollocatedDiffusion {
+        /// The screening coefficient `α`.
+        alpha: f64,
+    },
+}
+
+impl TensorKind {
+    /// Default quadrature points per direction for order `p`.
+    pub fn default_points(self, order: usize) -> usize {
+        match self {
+            TensorKind::Mass | TensorKind::Diffusion { .. } => order + 2,
+            TensorKind::CollocatedDiffusion { .. } => order + 1,
+        }
+    }
+    /// The coefficient of the mass term (1 for the mass operator).
+    pub fn alpha(self) -> f64 {
+        match self {
+            TensorKind::Mass => 1.0,
+            TensorKind::Diffusion { alpha } | TensorKind::CollocatedDiffusion { alpha } => alpha,
+        }
+    }
+    /// True when the form has a gradient term.
+    pub fn has_gradient(self) -> bool {
+        !matches!(self, TensorKind::Mass)
+    }
+    /// True when the form has a mass term.
+    pub fn has_mass(self) -> bool {
+        self.alpha() != 0.0
+    }
+    /// True for collocated quadrature.
+    pub fn is_collocated(self) -> bool {
+        matches!(self, TensorKind::CollocatedDiffusion { .. })
+    }
+    /// The benchmark name in the paper's numbering: `BP1`, `BP3`, `BP3.5`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorKind::Mass => "BP1",
+            TensorKind::Diffusion { .. } => "BP3",
+            TensorKind::CollocatedDiffusion { .. } => "BP3.5",
+        }
+    }
+    fn code(self) -> u8 {
+        match self {
+            TensorKind::Mass => kernel::MASS,
+            TensorKind::Diffusion { .. } => kernel::DIFFUSION,
+            TensorKind::CollocatedDiffusion { .. } => kernel::COLLOCATED,
+        }
+    }
+}
+
+/// Construction options of a [`TensorOperator`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TensorOptions {
+    /// The form.
+    pub kind: TensorKind,
+    /// Quadrature points per direction (`None`: [`TensorKind::default_points`]).
+    pub q_points: Option<usize>,
+    /// Stored or on-the-fly geometry.
+    pub geometry: GeometryMode,
+    /// How element results are accumulated.
+    pub accumulation: Accumulation,
+    /// Instruction set (`None`: the best one detected; a level the processor lacks falls
+    /// back to the baseline).
+    pub simd: Option<SimdLevel>,
+    /// Elements per colour block for [`Accumulation::Colored`] (`None`:
+    /// [`default_block_len`] for the current rayon thread count). Multiples of [`LANES`]
+    /// keep batches aligned with the interleaved geometry.
+    pub block_len: Option<usize>,
+}
+
+impl TensorOptions {
+    /// Defaults for `kind`: default points, stored geometry, the default accumulation,
+    /// detected instruction set.
+    pub fn new(kind: TensorKind) -> TensorOptions {
+        TensorOptions {
+            kind,
+            q_points: None,
+            geometry: GeometryMode::default(),
+            accumulation: Accumulation::default(),
+            simd: None,
+            block_len: None,
+        }
+    }
+}
+
+/// A sum-factorised operator on quadrilaterals or hexahedra (BP1, BP3, BP3.5 and their
+/// vector variants BP2/BP4/BP6: with `ncomp > 1` the same scalar operator acts on every
+/// component). Applies `y = A x` on L-vectors of its space, in parallel with rayon.
+///
+/// Elements go through the kernels in batches of [`LANES`], one element per SIMD lane;
+/// orders 1..=8 at the default number of points use kernels specialised at compile time,
+/// other orders and point counts a dynamic-size kernel.
+pub struct TensorOperator<T: Real> {
+    kind: TensorKind,
+    basis: TensorBasis,
+    geometry: TensorGeometry<T>,
+    restriction: ElemRestriction,
+    transpose: TransposeMap,
+    accumulation: Accumulation,
+    coloring: Option<BlockColoring>,
+    b: Vec<T>,
+    bt: Vec<T>,
+    d: Vec<T>,
+    dt: Vec<T>,
+    dphi: Vec<T>,
+    w: Vec<T>,
+    alpha: T,
+    simd: SimdLevel,
+    kernel: RangeFn<T>,
+    offsets_f64: Vec<f64>,
+    evec: Mutex<Vec<T>>,
+    scratch: Mutex<Vec<Scratch<T>>>,
+}
+
+/// Kernel work arrays borrowed from an operator's pool for one rayon task, returned when
+/// dropped, so that applications after the first allocate nothing.
+struct PooledScratch<'a, T: Real> {
+    scratch: Scratch<T>,
+    pool: &'a Mutex<Vec<Scratch<T>>>,
+}
+
+impl<'a, T: Real> PooledScratch<'a, T> {
+    fn take(pool: &'a Mutex<Vec<Scratch<T>>>, sizes: Sizes, nf: usize) -> PooledScratch<'a, T> {
+        let reused = pool.lock().ok().and_then(|mut p| p.pop());
+        PooledScratch {
+            scratch: reused.unwrap_or_else(|| Scratch::new(sizes, nf)),
+            pool,
+        }
+    }
+    fn get(&mut self) -> &mut Scratch<T> {
+        &mut self.scratch
+    }
+}
+
+impl<T: Real> Drop for PooledScratch<'_, T> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(std::mem::replace(&mut self.scratch, Scratch::empty()));
+        }
+    }
+}
+
+impl<T: Real> std::fmt::Debug for TensorOperator<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TensorOperator")
+            .field("kind", &self.kind)
+            .field("order", &self.basis.order)
+            .field("q", &self.basis.q)
+            .field("dim", &self.basis.dim)
+            .field("ncomp", &self.restriction.ncomp())
+            .field("num_elem", &self.restriction.num_elem())
+            .field("geometry", &self.geometry.mode)
+            .field("accumulation", &self.accumulation)
+            .field("simd", &self.simd)
+            .finish()
+    }
+}
+
+impl<T: Real> TensorOperator<T> {
+    /// Builds the operator of `opts.kind` for `space` on `mesh` (the mesh the space was
+    /// built on), computing the geometry at the quadrature points.
+    pub fn new(
+        mesh: &Mesh,
+        space: &H1Space,
+        opts: &TensorOptions,
+    ) -> Result<TensorOperator<T>, TensorError> {
+        let ct = mesh.cell_type();
+        if !ct.is_tensor() {
+            return Err(TensorError::NotTensorCell(ct));
+        }
+        if space.cell_type() != ct || space.num_cells() != mesh.num_cells() {
+            return Err(TensorError::MeshMismatch {
+                space_cells: space.num_cells(),
+                space_type: space.cell_type(),
+                mesh_cells: mesh.num_cells(),
+                mesh_type: ct,
+            });
+        }
+        let kind = opts.kind;
+        if !kind.alpha().is_finite() {
+            return Err(TensorError::Alpha(kind.alpha()));
+        }
+        let dim = ct.dim();
+        let order = space.order();
+        let q = opts.q_points.unwrap_or(kind.default_points(order));
+        let basis = TensorBasis::new(dim, order, q, kind.is_collocated())?;
+        let has_mass = kind.has_mass();
+        let offsets_f64 = vertex_offsets(mesh);
+        let geometry = TensorGeometry::build(
+            &offsets_f64,
+            &basis,
+            kind.has_gradient(),
+            has_mass,
+            opts.geometry,
+        )?;
+        let restriction = space.restriction().clone();
+        let transpose = restriction.transpose();
+        let coloring = (opts.accumulation == Accumulation::Colored).then(|| {
+            BlockColoring::new(
+                &restriction,
+                &transpose,
+                opts.block_len.unwrap_or_else(|| {
+                    default_block_len(mesh.num_cells(), rayon::current_num_threads())
+                }),
+            )
+        });
+        let conv = |v: &[f64]| v.iter().map(|&x| T::of(x)).collect::<Vec<T>>();
+        let (n, qq) = (basis.n, basis.q);
+        let table = MapTable::new(&basis);
+        let simd = match opts.simd {
+            Some(SimdLevel::Avx2Fma) if SimdLevel::detect() == SimdLevel::Avx2Fma => {
+                SimdLevel::Avx2Fma
+            }
+            Some(_) => SimdLevel::Baseline,
+            None => SimdLevel::detect(),
+        };
+        let sizes = Sizes { dim, n, q: qq };
+        Ok(TensorOperator {
+            kind,
+            b: conv(&basis.interp),
+            bt: conv(&transpose_of(&basis.interp, qq, n)),
+            d: conv(&basis.grad),
+            dt: conv(&transpose_of(&basis.grad, qq, qq)),
+            dphi: conv(&table.dphi),
+            w: conv(&table.w),
+            alpha: T::of(kind.alpha()),
+            basis,
+            geometry,
+            restriction,
+            transpose,
+            accumulation: opts.accumulation,
+            coloring,
+            simd,
+            kernel: kernel::select_for::<T>(kind.code(), sizes, simd),
+            offsets_f64,
+            evec: Mutex::new(Vec::new()),
+            scratch: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The form.
+    pub fn kind(&self) -> TensorKind {
+        self.kind
+    }
+    /// The 1-D matrices and quadrature.
+    pub fn basis(&self) -> &TensorBasis {
+        &self.basis
+    }
+    /// The geometry the kernels read (the arrays the GPU kernels reuse).
+    pub fn geometry(&self) -> &TensorGeometry<T> {
+        &self.geometry
+    }
+    /// The element restriction.
+    pub fn restriction(&self) -> &ElemRestriction {
+        &self.restriction
+    }
+    /// The accumulation strategy.
+    pub fn accumulation(&self) -> Accumulation {
+        self.accumulation
+    }
+    /// The block colouring (for [`Accumulation::Colored`]).
+    pub fn coloring(&self) -> Option<&BlockColoring> {
+        self.coloring.as_ref()
+    }
+    /// The instruction set the kernels run with.
+    pub fn simd(&self) -> SimdLevel {
+        self.simd
+    }
+    /// Length of the input and output L-vectors.
+    pub fn len(&self) -> usize {
+        self.restriction.lvec_len()
+    }
+    /// True for an operator on an empty space.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn kernel_data(&self) -> KernelData<'_, T> {
+        KernelData {
+            sizes: Sizes {
+                dim: self.basis.dim,
+                n: self.basis.n,
+                q: self.basis.q,
+            },
+            b: &self.b,
+            bt: &self.bt,
+            d: &self.d,
+            dt: &self.dt,
+            alpha: self.alpha,
+            has_alpha: self.kind.has_mass(),
+            geo: &self.geometry,
+            dphi: &self.dphi,
+            w: &self.w,
+            offsets: self.restriction.offsets(),
+            ncomp: self.restriction.ncomp(),
+        }
+    }
+
+    /// `y = A x` (overwrites `y`); errors when a length differs from [`len`](Self::len).
+    pub fn try_apply(&self, x: &[T], y: &mut [T]) -> Result<(), TensorError> {
+        let len = self.len();
+        for (what, got) in [("input", x.len()), ("output", y.len())] {
+            if got != len {
+                return Err(TensorError::VectorLength {
+                    what,
+                    got,
+                    expected: len,
+                });
+            }
+        }
+        let kd = self.kernel_data();
+        let nf = self.geometry.num_factors();
+        let sizes = kd.sizes;
+        let (nn, nc, ne) = (
+            self.restriction.elem_size(),
+            self.restriction.ncomp(),
+            self.restriction.num_elem(),
+        );
+        let kernel = self.kernel;
+        match &self.coloring {
+            None => {
+                let mut local = Vec::new();
+                let mut guard = self.evec.try_lock().ok();
+                let evec: &mut Vec<T> = match guard.as_deref_mut() {
+                    Some(v) => v,
+                    None => &mut local,
+                };
+                evec.resize(self.restriction.evec_len(), T::zero());
+                evec.par_chunks_mut(TASK_ELEMS * nc * nn)
+                    .enumerate()
+                    .for_each_init(
+                        || PooledScratch::take(&self.scratch, sizes, nf),
+                        |s, (t, chunk)| {
+                            let e0 = t * TASK_ELEMS;
+                            let mut sink = EVecSink {
+                                evec: chunk,
+                                base: e0,
+                                ncomp: nc,
+                                nodes: nn,
+                            };
+                            kernel(&kd, e0..(e0 + TASK_ELEMS).min(ne), s.get(), x, &mut sink);
+                        },
+                    );
+                sum_by_node(&self.transpose, nn, nc, evec, y);
+            }
+            Some(coloring) => {
+                y.par_chunks_mut(1 << 14).for_each(|c| c.fill(T::zero()));
+                let shared = SharedSlice::new(y);
+                let offsets = self.restriction.offsets();
+                for color in &coloring.colors {
+                    color.par_iter().for_each_init(
+                        || PooledScratch::take(&self.scratch, sizes, nf),
+                        |s, &b| {
+                            let mut sink = SharedSink {
+                                y: &shared,
+                                offsets,
+                                ncomp: nc,
+                                nodes: nn,
+                            };
+                            kernel(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The diagonal of the assembled operator (an L-vector), computed matrix-free: per
+    /// element by sum factorisation in `f64`, then summed by node.
+    pub fn diagonal(&self) -> Vec<T> {
+        let ne = self.restriction.num_elem();
+        let mass_coef = self.kind.has_mass().then(|| self.kind.alpha());
+        let ed = diagonal::element_diagonals(
+            &self.basis,
+            &self.offsets_f64,
+            ne,
+            self.kind.has_gradient(),
+            mass_coef,
+        );
+        let mut dn = vec![0.0f64; self.restriction.num_nodes()];
+        sum_by_node(
+            &self.transpose,
+            self.restriction.elem_size(),
+            1,
+            &ed,
+            &mut dn,
+        );
+        let nc = self.restriction.ncomp();
+        (0..self.len()).map(|i| T::of(dn[i / nc])).collect()
+    }
+
+    /// The inputs of the byte/flop model for this operator: L-vectors, restriction
+    /// offsets, its geometry mode, and an output that is read as well as written when the
+    /// accumulation adds into it ([`Accumulation::Colored`]).
+    pub fn model_spec(&self) -> ModelSpec {
+        ModelSpec {
+            kind: self.kind,
+            dim: self.basis.dim,
+            order: self.basis.order,
+            q: self.basis.q,
+            ncomp: self.restriction.ncomp(),
+            num_elem: self.restriction.num_elem(),
+            num_nodes: self.restriction.num_nodes(),
+            scalar_bytes: T::BYTES,
+            geometry: self.geometry.mode,
+            indices: IndexTraffic::Offsets,
+            vectors: VectorTraffic::LVector,
+            output_read: self.accumulation == Accumulation::Colored,
+        }
+    }
+
+    /// Bytes and flops of one application (see [`model`](super::model)).
+    pub fn model(&self) -> Model {
+        model::model(&self.model_spec())
+    }
+}
+
+fn transpose_of(m: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    transpose(m, rows, cols)
+}
+
+impl<T: Real> LinearOperator<T> for TensorOperator<T> {
+    fn nrows(&self) -> usize {
+        self.len()
+    }
+    fn ncols(&self) -> usize {
+        self.len()
+    }
+    /// # Panics
+    /// If `x` or `y` does not have length [`TensorOperator::len`] (use
+    /// [`TensorOperator::try_apply`] for an error instead).
+    fn apply(&self, x: &[T], y: &mut [T]) {
+        if let Err(e) = self.try_apply(x, y) {
+            panic!("TensorOperator::apply: {e}");
+        }
+    }
+    fn diagonal(&self) -> Option<Vec<T>> {
+        Some(TensorOperator::diagonal(self))
+    }
+}

@@ -1,0 +1,292 @@
+//! Conjugate gradients, plain and preconditioned, written once against [`KrylovSpace`].
+//!
+//! **Stopping test.** Both methods stop on the *unpreconditioned* residual 2-norm:
+//! `‖b − A x‖₂ <= max(rtol · ‖b‖₂, atol)`, with the residual taken from the CG recurrence.
+//! Using the true residual norm in PCG too (one extra dot product per iteration) makes the
+//! tolerance mean the same thing whatever the preconditioner, so CG and PCG runs compare.
+//!
+//! **Failures** are typed errors that stop the iteration at once: NaN/Inf in the residual
+//! or in `pᵀAp` ([`SolverError::NonFinite`], with the iteration), non-positive curvature
+//! ([`SolverError::NotPositiveDefinite`]), growth of the residual beyond
+//! `divergence_factor` × the initial one ([`SolverError::Diverged`]), and the iteration
+//! limit ([`SolverError::NotConverged`], which carries the full [`SolveStats`]; the last
+//! iterate is left in `x`). A successful return therefore always means converged.
+//!
+//! Iterations are numbered from 1; iteration 0 is the set-up (`r₀ = b − A x₀`, which
+//! always costs one operator application). When `b = 0` the solve returns `x = 0` at once.
+
+use ferrofem_base::Real;
+
+use crate::{KrylovSpace, SolverError};
+
+/// Tolerances and limits of a Krylov solve.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SolveOptions {
+    /// Relative tolerance on `‖r‖₂ / ‖b‖₂`.
+    pub rtol: f64,
+    /// Absolute tolerance on `‖r‖₂` (the solve stops when either is met).
+    pub atol: f64,
+    /// The iteration limit.
+    pub max_iter: usize,
+    /// Keep the residual norm of every iteration in [`SolveStats::history`].
+    pub record_history: bool,
+    /// Stop with [`SolverError::Diverged`] when `‖r_k‖ > divergence_factor · ‖r_0‖`.
+    pub divergence_factor: f64,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            rtol: 1e-8,
+            atol: 0.0,
+            max_iter: 10_000,
+            record_history: false,
+            divergence_factor: 1e8,
+        }
+    }
+}
+
+impl SolveOptions {
+    /// Checks that the tolerances are non-negative numbers and the divergence factor > 1.
+    pub fn validate(&self) -> Result<(), SolverError> {
+        if !(self.rtol >= 0.0 && self.rtol.is_finite()) {
+            return Err(SolverError::InvalidOptions(format!(
+                "rtol must be a non-negative number, got {}",
+                self.rtol
+            )));
+        }
+        if !(self.atol >= 0.0 && self.atol.is_finite()) {
+            return Err(SolverError::InvalidOptions(format!(
+                "atol must be a non-negative number, got {}",
+                self.atol
+            )));
+        }
+        if self.divergence_factor.is_nan() || self.divergence_factor <= 1.0 {
+            return Err(SolverError::InvalidOptions(format!(
+                "divergence factor must exceed 1, got {}",
+                self.divergence_factor
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Why a Krylov solve stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// `‖r‖ <= rtol · ‖b‖`.
+    RelativeTolerance,
+    /// `‖r‖ <= atol` (and the relative test was not met).
+    AbsoluteTolerance,
+    /// `b = 0`, so the solution is `x = 0` exactly.
+    ZeroRhs,
+    /// The iteration limit was reached (only inside [`SolverError::NotConverged`]).
+    MaxIterations,
+}
+
+/// What a Krylov solve did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SolveStats {
+    /// Iterations done (operator applications after the initial residual).
+    pub iterations: usize,
+    /// Whether the stopping test was met.
+    pub converged: bool,
+    /// `‖b − A x₀‖₂`.
+    pub initial_residual: f64,
+    /// `‖r‖₂` at the end (from the CG recurrence).
+    pub final_residual: f64,
+    /// `‖b‖₂`.
+    pub rhs_norm: f64,
+    /// The absolute residual the solve aimed for: `max(rtol · ‖b‖, atol)`.
+    pub target: f64,
+    /// `‖r_k‖₂` for `k = 0..=iterations` when `record_history` was set, else empty.
+    pub history: Vec<f64>,
+    /// Why the solve stopped.
+    pub reason: StopReason,
+}
+
+impl SolveStats {
+    /// `‖r‖ / ‖b‖` at the end (the absolute residual when `b = 0`).
+    pub fn relative_residual(&self) -> f64 {
+        if self.rhs_norm > 0.0 {
+            self.final_residual / self.rhs_norm
+        } else {
+            self.final_residual
+        }
+    }
+}
+
+/// Solves `A x = b` by conjugate gradients, starting from the `x` given.
+///
+/// `A` must be symmetric positive definite; the space's preconditioner is ignored. See the
+/// module documentation for the stopping test and the errors.
+pub fn cg<T: Real, S: KrylovSpace<T>>(
+    space: &S,
+    b: &S::Vector,
+    x: &mut S::Vector,
+    opts: &SolveOptions,
+) -> Result<SolveStats, SolverError> {
+    conjugate_gradients(space, b, x, opts, false)
+}
+
+/// Solves `A x = b` by preconditioned conjugate gradients with the space's preconditioner
+/// (for [`crate::CpuSpace`]: Jacobi when built with one, else the identity), starting from
+/// the `x` given.
+///
+/// `A` and `M` must be symmetric positive definite. The stopping test is on the
+/// unpreconditioned residual, as for [`cg`].
+pub fn pcg<T: Real, S: KrylovSpace<T>>(
+    space: &S,
+    b: &S::Vector,
+    x: &mut S::Vector,
+    opts: &SolveOptions,
+) -> Result<SolveStats, SolverError> {
+    conjugate_gradients(space, b, x, opts, true)
+}
+
+/// Returns `Err(NonFinite)` when `value` is NaN or infinite.
+fn finite(value: f64, quantity: &'static str, iteration: usize) -> Result<f64, SolverError> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(SolverError::NonFinite {
+            quantity,
+            iteration,
+        })
+    }
+}
+
+/// The one CG loop; `preconditioned` selects whether `z = M⁻¹ r` or `z = r`.
+fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
+    space: &S,
+    b: &S::Vector,
+    x: &mut S::Vector,
+    opts: &SolveOptions,
+    preconditioned: bool,
+) -> Result<SolveStats, SolverError> {
+    opts.validate()?;
+    let rhs_norm = finite(space.norm(b)?, "right-hand side", 0)?;
+    let mut stats = SolveStats {
+        iterations: 0,
+        converged: false,
+        initial_residual: 0.0,
+        final_residual: 0.0,
+        rhs_norm,
+        target: (opts.rtol * rhs_norm).max(opts.atol),
+        history: Vec::new(),
+        reason: StopReason::MaxIterations,
+    };
+    if rhs_norm == 0.0 {
+        // The exact solution of A x = 0 for a nonsingular A.
+        let zero = space.zeros()?;
+        space.copy(&zero, x)?;
+        stats.converged = true;
+        stats.reason = StopReason::ZeroRhs;
+        if opts.record_history {
+            stats.history.push(0.0);
+        }
+        return Ok(stats);
+    }
+
+    // r = b − A x, p = z = M⁻¹ r.
+    let mut q = space.zeros()?;
+    let mut r = space.zeros()?;
+    space.apply(x, &mut q)?;
+    space.copy(b, &mut r)?;
+    space.axpy(-T::one(), &q, &mut r)?;
+    let mut rnorm = finite(space.norm(&r)?, "initial residual", 0)?;
+    stats.initial_residual = rnorm;
+    stats.final_residual = rnorm;
+    if opts.record_history {
+        stats.history.push(rnorm);
+    }
+    let stop_reason = |rnorm: f64| -> Option<StopReason> {
+        if rnorm <= opts.rtol * rhs_norm {
+            Some(StopReason::RelativeTolerance)
+        } else if rnorm <= opts.atol {
+            Some(StopReason::AbsoluteTolerance)
+        } else {
+            None
+        }
+    };
+    if let Some(reason) = stop_reason(rnorm) {
+        stats.converged = true;
+        stats.reason = reason;
+        return Ok(stats);
+    }
+
+    let mut z = if preconditioned {
+        let mut z = space.zeros()?;
+        space.precondition(&r, &mut z)?;
+        Some(z)
+    } else {
+        None
+    };
+    let mut p = space.zeros()?;
+    space.copy(z.as_ref().unwrap_or(&r), &mut p)?;
+    let mut rz = match &z {
+        Some(z) => {
+            let rz = finite(space.dot(&r, z)?, "rᵀM⁻¹r", 0)?;
+            if rz <= 0.0 {
+                return Err(SolverError::PreconditionerNotPositiveDefinite {
+                    iteration: 0,
+                    value: rz,
+                });
+            }
+            rz
+        }
+        None => rnorm * rnorm,
+    };
+
+    for k in 1..=opts.max_iter {
+        space.apply(&p, &mut q)?;
+        let curvature = finite(space.dot(&p, &q)?, "pᵀAp", k)?;
+        if curvature <= 0.0 {
+            return Err(SolverError::NotPositiveDefinite {
+                iteration: k,
+                curvature,
+            });
+        }
+        let alpha = rz / curvature;
+        space.axpy(T::of(alpha), &p, x)?;
+        space.axpy(T::of(-alpha), &q, &mut r)?;
+        let rr = finite(space.dot(&r, &r)?, "residual", k)?;
+        rnorm = rr.sqrt();
+        stats.iterations = k;
+        stats.final_residual = rnorm;
+        if opts.record_history {
+            stats.history.push(rnorm);
+        }
+        if let Some(reason) = stop_reason(rnorm) {
+            stats.converged = true;
+            stats.reason = reason;
+            return Ok(stats);
+        }
+        if rnorm > opts.divergence_factor * stats.initial_residual {
+            return Err(SolverError::Diverged {
+                iteration: k,
+                residual: rnorm,
+                initial: stats.initial_residual,
+                factor: opts.divergence_factor,
+            });
+        }
+        let rz_new = match &mut z {
+            Some(z) => {
+                space.precondition(&r, z)?;
+                let rz_new = finite(space.dot(&r, z)?, "rᵀM⁻¹r", k)?;
+                if rz_new <= 0.0 {
+                    return Err(SolverError::PreconditionerNotPositiveDefinite {
+                        iteration: k,
+                        value: rz_new,
+                    });
+                }
+                rz_new
+            }
+            None => rr,
+        };
+        let beta = rz_new / rz;
+        space.xpby(z.as_ref().unwrap_or(&r), T::of(beta), &mut p)?;
+        rz = rz_new;
+    }
+    Err(SolverError::NotConverged(Box::new(stats)))
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with .device-bin/ carried along (see
+# scripts/build-device-bin.sh): the GPU tests against their CPU twins, then the benchmarks;
+# writes full logs and JSON records under $OUT and prints a short table last.
+#   scripts/gpu-check.sh [quick|bp|full]   (default: quick)
+set -u
+MODE=${1:-quick}
+BIN=.device-bin
+OUT=${OUT:-/tmp/ferrofem-out}
+mkdir -p "$OUT"
+# NVRTC of the machine's CUDA toolkit
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+export FERROFEM_REQUIRE_GPU=1
+export FERROFEM_KERNEL_CACHE="$OUT/kernel-cache"
+echo "== revision $(cat $BIN/REVISION 2>/dev/null)  date $(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
+"$BIN/ferrofem" info 2>&1 | tee "$OUT/info.txt"
+
+status=0
+echo "== GPU tests"
+for t in "$BIN"/tests/*; do
+  "$t" --test-threads=1 --nocapture > "$OUT/test-$(basename "$t").log" 2>&1
+  rc=$?
+  grep -E "^test |test result" "$OUT/test-$(basename "$t").log"
+  [ $rc -ne 0 ] && { status=1; tail -40 "$OUT/test-$(basename "$t").log"; }
+done
+
+REC="$OUT/bench.jsonl"
+bench() { echo "== ferrofem bench $*"; "$BIN/ferrofem" bench "$@" --record "$REC" 2>&1 | tee -a "$OUT/bench.log"; }
+case "$MODE" in
+  quick)
+    bench bp3.5 --backend cuda --order 3,7 --reps 10
+    bench bp1 --backend cuda --order 7 --reps 10
+    bench bp3 --backend cuda --order 7 --reps 10
+    ;;
+  bp|full)
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    bench bp3 --backend cuda --order 7 --precision f32
+    bench bp3.5 --backend cuda --order 3,7 --precision f32
+    bench stream --backend cuda
+    if [ "$MODE" = full ]; then
+      for bp in bp1 bp3 bp3.5; do bench $bp --backend cpu --order 3,7 --reps 5; done
+    fi
+    ;;
+esac
+
+echo "== summary (GDOF/s, % of the copy roofline by the model)"
+python3 - "$REC" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+for r in rows:
+    if "order" not in r: continue
+    extra = ""
+    if r.get("solve_iterations"):
+        extra = f"  PCG {r['solve_iterations']} it, {r['solve_dof_iters_per_s']/1e9:.1f} GDOF*it/s"
+    print(f"{r['bench']:6} {r['backend'][:4]:4} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
+          f"{r['gdofs_per_s']:7.2f} GDOF/s {r['gbytes_per_s']:7.0f} GB/s {100*r['roofline_fraction']:5.1f}%  "
+          f"regs={r['registers']} epb={r['elems_per_block']}{extra}")
+PY
+exit $status
