@@ -35,6 +35,12 @@ case "$MODE" in
     bench bp1 --backend cuda --order 7 --reps 10
     bench bp3 --backend cuda --order 7 --reps 10
     ;;
+  v2)
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --kernel slice2d; done
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    bench bp3 --backend cuda --order 7 --geo stored --precision f32
+    ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
@@ -56,7 +62,7 @@ for r in rows:
     extra = ""
     if r.get("solve_iterations"):
         extra = f"  PCG {r['solve_iterations']} it, {r['solve_dof_iters_per_s']/1e9:.1f} GDOF*it/s"
-    print(f"{r['bench']:6} {r['backend'][:4]:4} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
+    print(f"{r['bench']:6} {r['backend'][:4]:4} {r.get('kernel','')[:6]:6} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
           f"{r['gdofs_per_s']:7.2f} GDOF/s {r['gbytes_per_s']:7.0f} GB/s {100*r['roofline_fraction']:5.1f}%  "
           f"regs={r['registers']} epb={r['elems_per_block']}{extra}")
 PY

@@ -1,11 +1,14 @@
 //! The `ferrofem` command line: mesh summaries, PDE solves, matrix export and benchmarks.
 
+mod assemble_cmd;
 mod backend;
 mod bench;
 mod error;
 mod info_cmd;
 mod mesh_cmd;
 mod mesh_source;
+mod problem_args;
+mod solve_cmd;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -26,6 +29,11 @@ enum Command {
     Info(info_cmd::InfoArgs),
     /// Benchmarks (each prints its roofline fraction).
     Bench(bench::BenchArgs),
+    /// Solve a manufactured problem (Poisson, variable coefficient, elasticity, nonlinear)
+    /// and report its error, timing and VTU output.
+    Solve(solve_cmd::SolveArgs),
+    /// Assemble a problem's matrix and right-hand side and export them (Matrix Market, CSV).
+    Assemble(assemble_cmd::AssembleArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -33,6 +41,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Mesh(a) => mesh_cmd::run(a),
         Command::Info(a) => info_cmd::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Solve(a) => solve_cmd::run(a),
+        Command::Assemble(a) => assemble_cmd::run(a),
     }
 }
 

@@ -40,6 +40,15 @@ pub enum GeoMode {
     OnTheFly,
 }
 
+/// Kernel design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// v1: the paper's 2-D slice kernel (matrices and data through shared memory).
+    Slice2D,
+    /// v2: pencil contractions with compile-time matrices and bulk-copied geometry.
+    Pencil,
+}
+
 /// Options of a GPU bake-off operator.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BpConfig {
@@ -52,6 +61,8 @@ pub struct BpConfig {
     pub q1d: Option<usize>,
     /// Elements per thread block (`None`: chosen from the shape).
     pub elems_per_block: Option<usize>,
+    /// Kernel design.
+    pub variant: Variant,
 }
 
 impl BpConfig {
@@ -62,6 +73,7 @@ impl BpConfig {
             geo: GeoMode::Stored,
             q1d: None,
             elems_per_block: None,
+            variant: Variant::Pencil,
         }
     }
 }
@@ -75,6 +87,7 @@ pub struct GpuBp<T: GpuReal> {
     nelem: usize,
     ndofs: usize,
     epb: usize,
+    dyn_smem: usize,
     offsets: DeviceVec<u32>,
     geo: DeviceVec<T>,
     mats: DeviceVec<T>,
@@ -85,14 +98,279 @@ pub struct GpuBp<T: GpuReal> {
     ident: CudaFunction,
 }
 
-fn shared_bytes_per_elem(op: u32, n: usize, q: usize, real: usize) -> usize {
-    let pad = |k: usize| if k % 2 == 0 { k + 1 } else { k };
-    let words = match op {
-        5 => 3 * n * n * pad(n),
-        1 => n * q * pad(q) + n * n * pad(q),
-        _ => n * q * pad(q) + n * n * pad(q) + 3 * q * q * pad(q),
+fn pad(k: usize) -> usize {
+    if k % 2 == 0 {
+        k + 1
+    } else {
+        k
+    }
+}
+
+/// Elements per block and dynamic shared memory (bytes) of a configuration, mirroring the
+/// kernels' layouts (v1: static shared arrays; v2: `GALL + EPB * WORK` reals).
+fn choose_block(
+    cfg: BpConfig,
+    op: u32,
+    n: usize,
+    q: usize,
+    gstride: usize,
+    real: usize,
+) -> Result<(usize, usize), GpuError> {
+    let t1d = n.max(q);
+    let otf = cfg.geo == GeoMode::OnTheFly;
+    // (static bytes per element, dynamic bytes per element)
+    let (stat, dynamic) = match cfg.variant {
+        Variant::Slice2D => {
+            let words = match op {
+                5 => 3 * n * n * pad(n),
+                1 => n * q * pad(q) + n * n * pad(q),
+                _ => n * q * pad(q) + n * n * pad(q) + 3 * q * q * pad(q),
+            };
+            (words * real, 0)
+        }
+        Variant::Pencil => {
+            let reg = match op {
+                5 => n * n * pad(n),
+                3 => q * q * pad(q),
+                _ => n * q * pad(q),
+            };
+            let work = 3 * reg
+                + if otf {
+                    24 + if op == 1 { 0 } else { reg }
+                } else {
+                    0
+                };
+            let geo = if otf { 0 } else { gstride };
+            (0, (work + geo) * real)
+        }
     };
-    words * real
+    let per_elem = stat + dynamic;
+    // v1: static shared memory is limited to 48 KB; v2 opts in to up to ~200 KB but aims
+    // for >= 2 blocks per multiprocessor.
+    let budget = if cfg.variant == Variant::Slice2D {
+        40_000
+    } else {
+        100_000
+    };
+    let epb = cfg.elems_per_block.unwrap_or_else(|| {
+        let by_threads = (128 / (t1d * t1d)).max(1);
+        let by_smem = (budget / per_elem.max(1)).max(1);
+        by_threads.min(by_smem)
+    });
+    let limit = if cfg.variant == Variant::Slice2D {
+        48_000
+    } else {
+        220_000
+    };
+    if epb == 0 || per_elem * epb > limit || t1d * t1d * epb > 1024 {
+        return Err(GpuError::Unsupported(format!(
+            "{epb} elements per block of order {} need {} bytes of shared memory / {} threads",
+            n - 1,
+            per_elem * epb,
+            t1d * t1d * epb
+        )));
+    }
+    Ok((epb, dynamic * epb))
+}
+
+/// The 1-D matrices of `kind`, row-major: BP1 `B` (q x n); BP3 `B` then the Gauss
+/// collocated derivative (q x q); BP3.5 the GLL derivative (n x n).
+fn mats_host(kind: TensorKind, basis: &Lagrange1D, pts: &[f64]) -> Vec<f64> {
+    match kind {
+        TensorKind::Mass => basis.interpolation_matrix(pts),
+        TensorKind::Diffusion { .. } => {
+            let mut m = basis.interpolation_matrix(pts);
+            m.extend(Lagrange1D::new(pts).derivative_matrix(pts));
+            m
+        }
+        TensorKind::CollocatedDiffusion { .. } => basis.derivative_matrix(pts),
+    }
+}
+
+/// C source defining the v2 kernels' `__constant__` matrices, points and weights.
+fn constant_matrices(kind: TensorKind, mats: &[f64], pts: &[f64], wts: &[f64]) -> String {
+    let arr = |name: &str, v: &[f64]| {
+        let body: Vec<String> = v.iter().map(|x| format!("{x:e}")).collect();
+        format!(
+            "__constant__ real {name}[{}] = {{{}}};\n",
+            v.len(),
+            body.join(", ")
+        )
+    };
+    let q = pts.len();
+    let mut s = String::from("// constant matrices generated by ferrofem (fe crate tabulations)\n");
+    match kind {
+        TensorKind::Mass => s += &arr("cB", mats),
+        TensorKind::Diffusion { .. } => {
+            let nb = mats.len() - q * q;
+            s += &arr("cB", &mats[..nb]);
+            s += &arr("cD", &mats[nb..]);
+        }
+        TensorKind::CollocatedDiffusion { .. } => s += &arr("cD", mats),
+    }
+    s += &arr("cX", pts);
+    s += &arr("cW", wts);
+    s
+}
+
+/// A compiled-to-be kernel specialisation of a bake-off operator and its launch shape.
+#[derive(Clone, Debug)]
+pub struct BpKernel {
+    /// The NVRTC specialisation.
+    pub spec: KernelSpec,
+    /// Quadrature points per direction.
+    pub q: usize,
+    /// Elements per thread block.
+    pub epb: usize,
+    /// Dynamic shared memory per block in bytes.
+    pub dyn_smem: usize,
+    /// Stored geometric factors per quadrature point.
+    pub ngeo: usize,
+    /// Reals between consecutive elements of stored geometry.
+    pub gstride: usize,
+    /// 1-D matrices uploaded for the v1 kernel (and points/weights for on the fly).
+    pub mats: Vec<f64>,
+    /// 1-D reference points and weights of the quadrature.
+    pub points: (Vec<f64>, Vec<f64>),
+}
+
+/// The kernel specialisation for `cfg` at order `p` in precision `T`, without a device
+/// (CI compiles every specialisation the tests and benchmarks use from this).
+pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuError> {
+    if p == 0 || p > 15 {
+        return Err(GpuError::Unsupported(format!(
+            "bake-off order {p} is outside 1..=15"
+        )));
+    }
+    let n = p + 1;
+    let q = match cfg.kind {
+        TensorKind::CollocatedDiffusion { .. } => n,
+        _ => cfg.q1d.unwrap_or(p + 2),
+    };
+    if q < n {
+        return Err(GpuError::Unsupported(format!(
+            "{} needs at least p + 1 = {n} quadrature points, got {q}",
+            cfg.kind.name()
+        )));
+    }
+    let q3 = q * q * q;
+    let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
+    let basis = Lagrange1D::new(&gll.points);
+    let (pts, wts) = if cfg.kind.is_collocated() {
+        (gll.points.clone(), gll.weights.clone())
+    } else {
+        let g = gauss_legendre(q).map_err(|e| GpuError::Unsupported(e.to_string()))?;
+        (g.points, g.weights)
+    };
+    let mut mats: Vec<f64> = mats_host(cfg.kind, &basis, &pts);
+    if cfg.geo == GeoMode::OnTheFly {
+        mats.extend_from_slice(&pts);
+        mats.extend_from_slice(&wts);
+    }
+    let mass = cfg.kind != TensorKind::Mass && cfg.kind.has_mass();
+    let ngeo = match cfg.kind {
+        TensorKind::Mass => 1,
+        _ => 6 + mass as usize,
+    };
+    let op = op_code(cfg.kind);
+    // reals per element of stored geometry: padded to 16 bytes for bulk copies (v2)
+    let gstride = match cfg.variant {
+        Variant::Slice2D => ngeo * q3,
+        Variant::Pencil => (ngeo * q3).next_multiple_of(16 / T::BYTES),
+    };
+    let (epb, dyn_smem) = choose_block(cfg, op, n, q, gstride, T::BYTES)?;
+    let (source, tag) = match cfg.variant {
+        Variant::Slice2D => (
+            format!(
+                "{}\n{}\n{}",
+                sources::PRELUDE,
+                sources::BP_COMMON,
+                sources::BP
+            ),
+            "v1",
+        ),
+        Variant::Pencil => (
+            format!(
+                "{}\n{}\n{}\n{}",
+                sources::PRELUDE,
+                constant_matrices(cfg.kind, &mats_host(cfg.kind, &basis, &pts), &pts, &wts),
+                sources::BP_COMMON,
+                sources::BP_PENCIL
+            ),
+            "v2",
+        ),
+    };
+    let spec = KernelSpec::new(
+        format!(
+            "{}_{}_p{p}_q{q}_{}_e{epb}_{tag}",
+            short_name(cfg.kind),
+            T::NAME,
+            if cfg.geo == GeoMode::Stored {
+                "stored"
+            } else {
+                "otf"
+            }
+        ),
+        source,
+    )
+    .define("REAL", T::CTYPE)
+    .define("OP", op)
+    .define("N", n)
+    .define("Q", q)
+    .define("EPB", epb)
+    .define("GEO", (cfg.geo == GeoMode::OnTheFly) as u32)
+    .define("MASS", mass as u32)
+    .define("NGEO", ngeo)
+    .define("GSTRIDE", gstride);
+    Ok(BpKernel {
+        spec,
+        q,
+        epb,
+        dyn_smem,
+        ngeo,
+        gstride,
+        mats,
+        points: (pts, wts),
+    })
+}
+
+/// Every configuration the GPU tests and `ferrofem bench bp*` use, for the CI compile
+/// check: `(config, order, is_f32)`.
+pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
+    let kinds = [
+        TensorKind::Mass,
+        TensorKind::Diffusion { alpha: 0.0 },
+        TensorKind::Diffusion { alpha: 1.5 },
+        TensorKind::CollocatedDiffusion { alpha: 0.0 },
+        TensorKind::CollocatedDiffusion { alpha: 1.5 },
+    ];
+    let mut v = Vec::new();
+    for variant in [Variant::Pencil, Variant::Slice2D] {
+        for kind in kinds {
+            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+                for p in 1..=8 {
+                    let mut epbs = vec![None];
+                    if variant == Variant::Pencil && [1, 3, 7, 8].contains(&p) {
+                        epbs.extend([Some(1), Some(2)]);
+                    }
+                    for epb in epbs {
+                        let cfg = BpConfig {
+                            kind,
+                            geo,
+                            q1d: None,
+                            elems_per_block: epb,
+                            variant,
+                        };
+                        v.push((cfg, p, false));
+                        if epb.is_none() {
+                            v.push((cfg, p, true));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
 }
 
 impl<T: GpuReal> GpuBp<T> {
@@ -117,46 +395,13 @@ impl<T: GpuReal> GpuBp<T> {
             ));
         }
         let p = space.order();
-        let n = p + 1;
-        let q = match cfg.kind {
-            TensorKind::CollocatedDiffusion { .. } => n,
-            _ => cfg.q1d.unwrap_or(p + 2),
-        };
-        if q < n {
-            return Err(GpuError::Unsupported(format!(
-                "{} needs at least p + 1 = {n} quadrature points, got {q}",
-                cfg.kind.name()
-            )));
-        }
+        let k = bp_kernel::<T>(cfg, p)?;
+        let (q, epb, dyn_smem, gstride) = (k.q, k.epb, k.dyn_smem, k.gstride);
+        let (pts, wts) = (k.points.0.clone(), k.points.1.clone());
+        let mats = k.mats.clone();
+        let spec = k.spec;
         let nelem = mesh.num_cells();
         let q3 = q * q * q;
-        // 1-D matrices
-        let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
-        let basis = Lagrange1D::new(&gll.points);
-        let (pts, wts) = if cfg.kind.is_collocated() {
-            (gll.points.clone(), gll.weights.clone())
-        } else {
-            let g = gauss_legendre(q).map_err(|e| GpuError::Unsupported(e.to_string()))?;
-            (g.points, g.weights)
-        };
-        let mut mats: Vec<f64> = match cfg.kind {
-            TensorKind::Mass => basis.interpolation_matrix(&pts),
-            TensorKind::Diffusion { .. } => {
-                let mut m = basis.interpolation_matrix(&pts);
-                m.extend(Lagrange1D::new(&pts).derivative_matrix(&pts));
-                m
-            }
-            TensorKind::CollocatedDiffusion { .. } => basis.derivative_matrix(&pts),
-        };
-        if cfg.geo == GeoMode::OnTheFly {
-            mats.extend_from_slice(&pts);
-            mats.extend_from_slice(&wts);
-        }
-        let mass = cfg.kind != TensorKind::Mass && cfg.kind.has_mass();
-        let ngeo = match cfg.kind {
-            TensorKind::Mass => 1,
-            _ => 6 + mass as usize,
-        };
         // element vertices [elem][3][8]: the input of on-the-fly geometry, and of the device
         // kernel that computes stored factors (so 4e7-dof problems need no host geometry)
         let mut verts: Vec<T> = Vec::with_capacity(nelem * 24);
@@ -168,43 +413,14 @@ impl<T: GpuReal> GpuBp<T> {
                 }
             }
         }
-        let t1d = n.max(q);
-        let smem_elem = shared_bytes_per_elem(op_code(cfg.kind), n, q, T::BYTES);
-        let epb = cfg.elems_per_block.unwrap_or_else(|| {
-            let by_threads = (128 / (t1d * t1d)).max(1);
-            let by_smem = (40_000 / smem_elem.max(1)).max(1);
-            by_threads.min(by_smem)
-        });
-        if smem_elem * epb > 48_000 || t1d * t1d * epb > 1024 {
-            return Err(GpuError::Unsupported(format!(
-                "{} elements per block of order {p} need {} bytes of shared memory / {} threads",
-                epb,
-                smem_elem * epb,
-                t1d * t1d * epb
-            )));
-        }
-        let spec = KernelSpec::new(
-            format!(
-                "{}_{}_p{p}_q{q}_{}_e{epb}",
-                short_name(cfg.kind),
-                T::NAME,
-                if cfg.geo == GeoMode::Stored {
-                    "stored"
-                } else {
-                    "otf"
-                }
-            ),
-            sources::with_prelude(sources::BP),
-        )
-        .define("REAL", T::CTYPE)
-        .define("OP", op_code(cfg.kind))
-        .define("N", n)
-        .define("Q", q)
-        .define("EPB", epb)
-        .define("GEO", (cfg.geo == GeoMode::OnTheFly) as u32)
-        .define("MASS", mass as u32)
-        .define("NGEO", ngeo);
         let func = dev.function(&spec, "bp_apply")?;
+        if dyn_smem > 48 * 1024 {
+            func.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dyn_smem as i32,
+            )
+            .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
+        }
         let ident = dev.function(&spec, "bp_dirichlet_identity")?;
         let mats_t: Vec<T> = mats.iter().map(|&x| T::of(x)).collect();
         let verts = DeviceVec::from_host(dev, &verts, "element vertices")?;
@@ -212,12 +428,12 @@ impl<T: GpuReal> GpuBp<T> {
             GeoMode::OnTheFly => verts,
             GeoMode::Stored => {
                 let mut geo =
-                    DeviceVec::<T>::zeros(dev, nelem * ngeo * q3, "stored geometric factors")?;
+                    DeviceVec::<T>::zeros(dev, nelem * gstride, "stored geometric factors")?;
                 let reft: Vec<T> = pts.iter().chain(&wts).map(|&x| T::of(x)).collect();
                 let reft = DeviceVec::from_host(dev, &reft, "reference points")?;
                 let setup = dev.function(&spec, "bp_setup_geometry")?;
                 let ne = nelem as u32;
-                let cfgl = LaunchConfig::for_num_elems(((nelem * q3).min(1 << 30)) as u32);
+                let cfgl = LaunchConfig::for_num_elems((nelem * q3).min(1 << 30) as u32);
                 let stream = dev.stream();
                 let mut b = stream.launch_builder(&setup);
                 b.arg(&ne)
@@ -241,6 +457,7 @@ impl<T: GpuReal> GpuBp<T> {
             nelem,
             ndofs: space.num_dofs(),
             epb,
+            dyn_smem,
             offsets: DeviceVec::from_host(
                 dev,
                 space.restriction().offsets(),
@@ -326,7 +543,7 @@ impl<T: GpuReal> GpuBp<T> {
         let cfg = LaunchConfig {
             grid_dim: (self.nelem.div_ceil(self.epb) as u32, 1, 1),
             block_dim: (t1d, t1d, self.epb as u32),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: self.dyn_smem as u32,
         };
         let nelem = self.nelem as u32;
         let stream = self.dev.stream();

@@ -5,8 +5,15 @@ pub const PRELUDE: &str = include_str!("../kernels/prelude.cuh");
 /// Vector kernels used by the solvers (axpy, dot, pointwise products) and the copy
 /// kernel that measures the device's copy bandwidth.
 pub const BLAS: &str = include_str!("../kernels/blas.cu");
-/// The CEED bake-off operators BP1, BP3 and BP3.5 on hexahedra (see the file's header).
+/// Pieces shared by both bake-off kernel variants (sizes, accumulation, trilinear metric,
+/// device-side geometry setup).
+pub const BP_COMMON: &str = include_str!("../kernels/bp_common.cuh");
+/// The CEED bake-off operators BP1, BP3 and BP3.5 on hexahedra, v1: the paper's 2-D slice
+/// kernel (see the file's header).
 pub const BP: &str = include_str!("../kernels/bp.cu");
+/// The bake-off operators, v2: pencil contractions with constant matrices and bulk-copied
+/// geometry (see the file's header and notes/gpu-bp.md).
+pub const BP_PENCIL: &str = include_str!("../kernels/bp_pencil.cu");
 
 /// Concatenates the prelude and a kernel source.
 pub fn with_prelude(src: &str) -> String {

@@ -2,7 +2,7 @@
 //! none is usable, unless FERROFEM_REQUIRE_GPU=1 (set by scripts/gpu-check.sh).
 
 use ferrofem_cuda::blas::GpuBlas;
-use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
+use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GeoMode, GpuBp, Variant};
 use ferrofem_cuda::compile::DiskCache;
 use ferrofem_cuda::krylov::GpuKrylov;
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
@@ -85,9 +85,43 @@ fn gpu_apply<T: GpuReal>(
     Some(v.to_host().unwrap().iter().map(|t| t.as_f64()).collect())
 }
 
+/// Compiles every tested specialisation in parallel (NVRTC is single-threaded per call),
+/// so the sequential checks below find them in the device's module cache.
+fn precompile(dev: &Arc<GpuDevice>) {
+    let configs = tested_configurations();
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .min(16);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let configs = &configs;
+            let dev = dev.clone();
+            s.spawn(move || {
+                for (cfg, p, f32) in configs.iter().skip(t).step_by(threads) {
+                    let k = if *f32 {
+                        bp_kernel::<f32>(*cfg, *p)
+                    } else {
+                        bp_kernel::<f64>(*cfg, *p)
+                    };
+                    if let Ok(k) = k {
+                        dev.module(&k.spec).unwrap_or_else(|e| panic!("{e}"));
+                    }
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn bp_operators_match_the_cpu_twin() {
     let Some(dev) = gpu() else { return };
+    let t = std::time::Instant::now();
+    precompile(&dev);
+    eprintln!(
+        "precompiled {} kernels in {:.1} s",
+        tested_configurations().len(),
+        t.elapsed().as_secs_f64()
+    );
     let m = mesh(3);
     let mut rows = Vec::new();
     let mut failures = Vec::new();
@@ -103,18 +137,25 @@ fn bp_operators_match_the_cpu_twin() {
         ] {
             let alpha = kind.alpha();
             let want = cpu_apply(&m, &space, kind, &x);
-            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
-                let epbs: &[Option<usize>] = if [1, 3, 7, 8].contains(&p) {
-                    &[None, Some(1), Some(2)]
-                } else {
-                    &[None]
-                };
+            for (variant, geo) in [
+                (Variant::Pencil, GeoMode::Stored),
+                (Variant::Pencil, GeoMode::OnTheFly),
+                (Variant::Slice2D, GeoMode::Stored),
+                (Variant::Slice2D, GeoMode::OnTheFly),
+            ] {
+                let epbs: &[Option<usize>] =
+                    if variant == Variant::Pencil && [1, 3, 7, 8].contains(&p) {
+                        &[None, Some(1), Some(2)]
+                    } else {
+                        &[None]
+                    };
                 for &epb in epbs {
                     let cfg = BpConfig {
                         kind,
                         geo,
                         q1d: None,
                         elems_per_block: epb,
+                        variant,
                     };
                     let Some(got) = gpu_apply::<f64>(&dev, &m, &space, cfg, &x) else {
                         continue;
@@ -122,7 +163,7 @@ fn bp_operators_match_the_cpu_twin() {
                     let e64 = rel_err(&got, &want);
                     if e64.is_nan() || e64 >= 1e-12 {
                         failures.push(format!(
-                            "{} p={p} alpha={alpha} {geo:?} epb={epb:?}: f64 rel err {e64:e}",
+                            "{} p={p} alpha={alpha} {variant:?} {geo:?} epb={epb:?}: f64 rel err {e64:e}",
                             kind.name()
                         ));
                     }
@@ -132,12 +173,12 @@ fn bp_operators_match_the_cpu_twin() {
                         let e32 = rel_err(&got32, &want);
                         if e32.is_nan() || e32 >= 1e-5 {
                             failures.push(format!(
-                                "{} p={p} {geo:?}: f32 rel err {e32:e}",
+                                "{} p={p} {variant:?} {geo:?}: f32 rel err {e32:e}",
                                 kind.name()
                             ));
                         }
                         rows.push(format!(
-                            "{} p={p} a={alpha} {geo:?}: f64 {e64:.1e} f32 {e32:.1e}",
+                            "{} p={p} a={alpha} {variant:?} {geo:?}: f64 {e64:.1e} f32 {e32:.1e}",
                             kind.name()
                         ));
                     }

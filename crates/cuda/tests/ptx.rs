@@ -53,37 +53,85 @@ fn a_broken_kernel_reports_the_compiler_log() {
     assert!(err.contains("undefined_name"), "{err}");
 }
 
+/// Every bake-off specialisation used by the GPU tests and benchmarks compiles to sm_90
+/// machine code without spilling registers to local memory.
 #[test]
-fn bp_kernels_compile_quick_probe() {
+fn every_bp_specialisation_compiles_for_sm90() {
     if !nvrtc_or_skip() {
         return;
     }
-    for (op, ngeo) in [(1, 1), (3, 7), (5, 7)] {
-        for geo in [0, 1] {
-            for p in [1usize, 3, 7, 8] {
-                let n = p + 1;
-                let q = if op == 5 { n } else { n + 1 };
-                let spec = KernelSpec::new(
-                    format!("bp{op}_p{p}_g{geo}"),
-                    sources::with_prelude(sources::BP),
-                )
-                .define("REAL", "double")
-                .define("OP", op)
-                .define("N", n)
-                .define("Q", q)
-                .define("GEO", geo)
-                .define("MASS", (op != 1) as i32)
-                .define("NGEO", ngeo)
-                .define("EPB", 1);
-                let c =
-                    compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
-                let regs: Vec<&str> = c
-                    .log
-                    .lines()
-                    .filter(|l| l.contains("registers") || l.contains("spill"))
-                    .collect();
-                eprintln!("OP{op} p{p} geo{geo}: {:?}", regs);
-            }
-        }
+    use ferrofem_cuda::bp::{bp_kernel, tested_configurations};
+    let configs = tested_configurations();
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let chunks: Vec<Vec<_>> = (0..threads)
+        .map(|t| configs.iter().skip(t).step_by(threads).cloned().collect())
+        .collect();
+    let results: Vec<Vec<String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for (cfg, p, f32) in chunk {
+                        let k = if f32 {
+                            bp_kernel::<f32>(cfg, p)
+                        } else {
+                            bp_kernel::<f64>(cfg, p)
+                        };
+                        let k = match k {
+                            Ok(k) => k,
+                            Err(ferrofem_cuda::GpuError::Unsupported(_))
+                                if cfg.elems_per_block.is_some() =>
+                            {
+                                continue
+                            }
+                            Err(e) => panic!("{cfg:?} p={p}: {e}"),
+                        };
+                        let c = compile_uncached(&k.spec, Target::Cubin(90))
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        let regs = c
+                            .log
+                            .lines()
+                            .filter(|l| l.contains("Used") && l.contains("registers"))
+                            .map(|l| l.trim().to_string())
+                            .collect::<Vec<_>>()
+                            .join(" | ");
+                        let spills = c.log.lines().any(|l| {
+                            l.contains("spill stores") && !l.contains(" 0 bytes spill stores")
+                        });
+                        out.push(format!(
+                            "{}{} {}",
+                            k.spec.name,
+                            if spills { " SPILLS" } else { "" },
+                            regs
+                        ));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("compile thread"))
+            .collect()
+    });
+    let lines: Vec<String> = results.into_iter().flatten().collect();
+    for l in &lines {
+        eprintln!("{l}");
     }
+    let spilling: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("SPILLS") && l.contains("_v2"))
+        .collect();
+    assert!(
+        spilling.is_empty(),
+        "v2 kernels spill registers:\n{spilling:#?}"
+    );
+    assert!(
+        lines.len() > 300,
+        "expected every configuration to compile, got {}",
+        lines.len()
+    );
 }

@@ -48,6 +48,15 @@ pub enum Precision {
     F32,
 }
 
+/// GPU kernel design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KernelArg {
+    /// v2: pencil contractions, constant matrices, bulk-copied geometry.
+    Pencil,
+    /// v1: the paper's 2-D slice kernel.
+    Slice2d,
+}
+
 /// Options of `ferrofem bench bp*`.
 #[derive(Args, Debug, Clone)]
 pub struct BpArgs {
@@ -81,6 +90,9 @@ pub struct BpArgs {
     /// Elements per thread block on the GPU (default: chosen from the shape).
     #[arg(long)]
     elems_per_block: Option<usize>,
+    /// GPU kernel design: `pencil` (v2, default) or `slice2d` (v1, the paper's).
+    #[arg(long, value_enum, default_value_t = KernelArg::Pencil)]
+    kernel: KernelArg,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -119,6 +131,7 @@ pub struct BpRecord {
     roofline_fraction: f64,
     elems_per_block: usize,
     registers: i32,
+    kernel: String,
     solve_iterations: Option<usize>,
     solve_s: Option<f64>,
     solve_rel_residual: Option<f64>,
@@ -367,6 +380,7 @@ fn record(
         roofline_fraction: model.roofline_fraction(t, copy_gbs),
         elems_per_block: 0,
         registers: -1,
+        kernel: String::new(),
         solve_iterations: None,
         solve_s: None,
         solve_rel_residual: None,
@@ -500,6 +514,10 @@ mod gpu {
             },
             q1d: None,
             elems_per_block: a.elems_per_block,
+            variant: match a.kernel {
+                KernelArg::Pencil => ferrofem_cuda::bp::Variant::Pencil,
+                KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
+            },
         };
         let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
@@ -525,6 +543,7 @@ mod gpu {
         rec.compile_s = after.seconds - before.seconds;
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
+        rec.kernel = format!("{:?}", a.kernel).to_lowercase();
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let mut scfg = cfg;

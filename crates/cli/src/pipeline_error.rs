@@ -1,0 +1,39 @@
+//! The one error type of the problem/solve/assemble pipeline: every layer's error, plus the
+//! option combinations the pipeline itself refuses. Each displays as one line.
+
+/// Everything building, solving or exporting a problem can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The mesh is invalid (inverted or degenerate cells, bad tags, ...).
+    #[error(transparent)]
+    Mesh(#[from] ferrofem_mesh::MeshError),
+    /// The function space could not be built (e.g. an order the cell type lacks).
+    #[error(transparent)]
+    Space(#[from] ferrofem_space::SpaceError),
+    /// The physics or its manufactured solution rejected a parameter.
+    #[error(transparent)]
+    Physics(#[from] ferrofem_physics::PhysicsError),
+    /// Operator set-up, boundary terms or error norms failed.
+    #[error(transparent)]
+    Form(#[from] ferrofem_operator::FormError),
+    /// Global assembly failed.
+    #[error("assembly: {0}")]
+    Assembly(#[from] ferrofem_assembly::AssemblyError),
+    /// A linear or nonlinear solver failed (diverged, NaN, not converged, singular, ...).
+    #[error("solve failed: {0}")]
+    Solver(#[from] ferrofem_solver::SolverError),
+    /// Writing an output file failed.
+    #[error(transparent)]
+    Io(#[from] ferrofem_io::IoError),
+    /// A boundary named by `--dirichlet` that the mesh does not have.
+    #[error("unknown boundary '{given}' for --dirichlet; {available}")]
+    UnknownBoundary {
+        /// The name or ID given.
+        given: String,
+        /// The boundaries the mesh does have, in words.
+        available: String,
+    },
+    /// A combination of options the pipeline does not support, explained.
+    #[error("{0}")]
+    Unsupported(String),
+}

@@ -1,0 +1,446 @@
+//! The problems `ferrofem solve` and `ferrofem assemble` set up: a manufactured solution
+//! ([`Manufactured`]) on a mesh, its Lagrange space, the split of the boundary into a
+//! Dirichlet part (values of the exact solution) and a natural part (the exact flux
+//! `f1(u*, ∇u*)·n` as Neumann datum, so that the discrete solution still converges to
+//! `u*`), and, for the variable-coefficient problem, the coefficient as an auxiliary field.
+//!
+//! The pointwise operator of a problem is built by [`Problem::visit_form`], which hands a
+//! [`FormOperator`] of the problem's concrete physics type to a generic [`FormVisitor`], so
+//! that the kernels stay monomorphised (no virtual call per quadrature point).
+
+use crate::pipeline_error::PipelineError;
+use clap::ValueEnum;
+use ferrofem_base::Real;
+use ferrofem_mesh::Mesh;
+use ferrofem_operator::{neumann_rhs, AuxField, FormOperator, FormOptions};
+use ferrofem_physics::{
+    varcoef_kappa, Elasticity, Manufactured, NonlinearDiffusion, Physics, Poisson, PoissonVarCoef,
+};
+use ferrofem_space::H1Space;
+use serde::Serialize;
+
+/// Which manufactured problem to set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProblemKind {
+    /// `−∇·(κ∇u) = f` with constant `κ` (`--kappa`).
+    Poisson,
+    /// `−∇·(κ(x)∇u) = f` with `κ(x) = 1 + sin(x + 2y [+ 3z])/2` as an auxiliary field.
+    PoissonVarcoef,
+    /// Linear elasticity `−∇·σ(u) = f` (vector unknown, Lamé `--lambda`, `--mu`).
+    Elasticity,
+    /// `−∇·((1 + u²)∇u) = f`, solved by Newton's method.
+    Nonlinear,
+}
+
+impl ProblemKind {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Poisson => "poisson",
+            ProblemKind::PoissonVarcoef => "poisson-varcoef",
+            ProblemKind::Elasticity => "elasticity",
+            ProblemKind::Nonlinear => "nonlinear",
+        }
+    }
+}
+
+/// How the coefficient of `poisson-varcoef` is represented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CoefField {
+    /// Nodal interpolant in the P1/Q1 space (the paper's auxiliary field).
+    P1,
+    /// One value per cell, `κ` at the cell's vertex average (first-order accurate).
+    P0,
+    /// Nodal interpolant in the solution's own space (keeps the optimal L² rate).
+    Pk,
+}
+
+/// Where the Dirichlet condition is imposed.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum DirichletSpec {
+    /// On the whole boundary.
+    #[default]
+    WholeBoundary,
+    /// On the facets carrying these Gmsh physical groups of dimension `d − 1`, each given
+    /// by name or by numeric ID; natural conditions everywhere else.
+    Tags(Vec<String>),
+}
+
+impl DirichletSpec {
+    /// Parses the `--dirichlet` list `NAME|ID,...` (empty items are ignored; an empty list
+    /// means the whole boundary).
+    pub fn parse_list(list: &str) -> DirichletSpec {
+        let items: Vec<String> = list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if items.is_empty() {
+            DirichletSpec::WholeBoundary
+        } else {
+            DirichletSpec::Tags(items)
+        }
+    }
+}
+
+/// Everything that defines a problem (independent of how it is solved).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProblemOptions {
+    /// The equation.
+    pub kind: ProblemKind,
+    /// Polynomial order of the Lagrange space.
+    pub order: usize,
+    /// Constant coefficient of `poisson`.
+    pub kappa: f64,
+    /// First Lamé parameter of `elasticity`.
+    pub lambda: f64,
+    /// Shear modulus of `elasticity`.
+    pub mu: f64,
+    /// Representation of the `poisson-varcoef` coefficient.
+    pub coef: CoefField,
+    /// Where Dirichlet conditions hold.
+    pub dirichlet: DirichletSpec,
+}
+
+impl Default for ProblemOptions {
+    /// Poisson, order 1, `κ = λ = μ = 1`, P1 coefficient, Dirichlet on the whole boundary.
+    fn default() -> Self {
+        ProblemOptions {
+            kind: ProblemKind::Poisson,
+            order: 1,
+            kappa: 1.0,
+            lambda: 1.0,
+            mu: 1.0,
+            coef: CoefField::P1,
+            dirichlet: DirichletSpec::WholeBoundary,
+        }
+    }
+}
+
+/// The coefficient field of `poisson-varcoef`, owned by the problem.
+#[derive(Clone, Debug)]
+pub enum Coefficient {
+    /// Nodal values in a Lagrange space on the same mesh.
+    Nodal {
+        /// The coefficient's space.
+        space: Box<H1Space>,
+        /// Its L-vector.
+        values: Vec<f64>,
+    },
+    /// One value per cell.
+    Cellwise(Vec<f64>),
+}
+
+/// A boundary group used for Dirichlet conditions: its tag and, when it has one, its name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BoundaryGroup {
+    /// The Gmsh physical tag.
+    pub tag: i32,
+    /// The physical name, if the mesh gives one.
+    pub name: Option<String>,
+}
+
+impl std::fmt::Display for BoundaryGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.name {
+            Some(n) => write!(f, "{n} ({})", self.tag),
+            None => write!(f, "{}", self.tag),
+        }
+    }
+}
+
+/// A problem set up on a mesh: manufactured solution, space, boundary split, coefficient.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    /// The options it was built from.
+    pub options: ProblemOptions,
+    /// The manufactured solution (exact solution, forcing, flux).
+    pub manufactured: Manufactured,
+    /// The Lagrange space of the unknown (`ncomp = dim` for elasticity).
+    pub space: H1Space,
+    /// The coefficient field of `poisson-varcoef`.
+    pub coefficient: Option<Coefficient>,
+    /// Dirichlet groups (empty when the whole boundary is Dirichlet).
+    pub dirichlet_groups: Vec<BoundaryGroup>,
+    /// Constrained dofs, sorted.
+    pub dirichlet_dofs: Vec<u32>,
+    /// Boundary facets `(cell, local facet)` with natural (Neumann) conditions.
+    pub natural_facets: Vec<(u32, u8)>,
+    /// A full L-vector holding the exact solution on the constrained dofs, zero elsewhere.
+    pub boundary_values: Vec<f64>,
+}
+
+/// Something to do with the [`FormOperator`] of a problem, generic over its physics type.
+pub trait FormVisitor<T: Real> {
+    /// What the visit produces.
+    type Output;
+    /// Called once with the operator of the problem's physics.
+    fn visit<P: Physics<T>>(self, op: FormOperator<T, P>) -> Result<Self::Output, PipelineError>;
+}
+
+impl Problem {
+    /// Sets up `options` on `mesh`: validates the mesh, builds the space (failing on an
+    /// order the cell type does not support), resolves the Dirichlet groups and splits the
+    /// boundary, and interpolates the coefficient.
+    pub fn new(mesh: &Mesh, options: &ProblemOptions) -> Result<Problem, PipelineError> {
+        mesh.validate()?;
+        let dim = mesh.dim();
+        let manufactured = match options.kind {
+            ProblemKind::Poisson => Manufactured::poisson(dim, options.kappa)?,
+            ProblemKind::PoissonVarcoef => Manufactured::poisson_varcoef(dim)?,
+            ProblemKind::Elasticity => Manufactured::elasticity(dim, options.lambda, options.mu)?,
+            ProblemKind::Nonlinear => Manufactured::nonlinear(dim)?,
+        };
+        if options.order == 0 {
+            return Err(PipelineError::Unsupported(
+                "--order must be at least 1 (continuous Lagrange elements)".into(),
+            ));
+        }
+        let space = H1Space::new(mesh, options.order, manufactured.ncomp())?;
+        let (dirichlet_groups, nodes, natural_facets) = match &options.dirichlet {
+            DirichletSpec::WholeBoundary => (Vec::new(), space.boundary_nodes(mesh)?, Vec::new()),
+            DirichletSpec::Tags(items) => {
+                let groups = resolve_groups(mesh, items)?;
+                let tags: Vec<i32> = groups.iter().map(|g| g.tag).collect();
+                let nodes = space.tagged_nodes(mesh, &tags)?;
+                let natural = natural_facets(mesh, &tags)?;
+                (groups, nodes, natural)
+            }
+        };
+        let dirichlet_dofs = space.node_dofs(&nodes, None);
+        let nc = space.ncomp();
+        let mut boundary_values = vec![0.0; space.num_dofs()];
+        let mut val = [0.0; 3];
+        for &n in &nodes {
+            manufactured.exact(space.node_coord(n as usize), &mut val[..nc]);
+            let n = n as usize;
+            boundary_values[n * nc..(n + 1) * nc].copy_from_slice(&val[..nc]);
+        }
+        let coefficient = match options.kind {
+            ProblemKind::PoissonVarcoef => Some(coefficient(mesh, options)?),
+            _ => None,
+        };
+        Ok(Problem {
+            options: options.clone(),
+            manufactured,
+            space,
+            coefficient,
+            dirichlet_groups,
+            dirichlet_dofs,
+            natural_facets,
+            boundary_values,
+        })
+    }
+
+    /// Number of dofs of the space.
+    pub fn num_dofs(&self) -> usize {
+        self.space.num_dofs()
+    }
+
+    /// True for the linear problems (one linear solve; the nonlinear one needs Newton).
+    pub fn is_linear(&self) -> bool {
+        self.options.kind != ProblemKind::Nonlinear
+    }
+
+    /// True when the (Jacobian) matrix is symmetric, so that CG and Cholesky apply.
+    pub fn is_symmetric(&self) -> bool {
+        self.options.kind != ProblemKind::Nonlinear
+    }
+
+    /// Where the Dirichlet condition holds, in words ("whole boundary", "xmin (1), ymax (4)").
+    pub fn dirichlet_description(&self) -> String {
+        if self.dirichlet_groups.is_empty() {
+            "whole boundary".into()
+        } else {
+            let names: Vec<String> = self
+                .dirichlet_groups
+                .iter()
+                .map(|g| g.to_string())
+                .collect();
+            names.join(", ")
+        }
+    }
+
+    /// The auxiliary field of the physics (none except for `poisson-varcoef`).
+    pub fn aux(&self) -> AuxField<'_> {
+        match &self.coefficient {
+            None => AuxField::None,
+            Some(Coefficient::Nodal { space, values }) => AuxField::Nodal { space, values },
+            Some(Coefficient::Cellwise(values)) => AuxField::Cellwise { ncomp: 1, values },
+        }
+    }
+
+    /// The natural-boundary load `∫_Γ φ · (f1(u*, ∇u*)·n)` over the natural facets (zero
+    /// when the whole boundary is Dirichlet).
+    pub fn neumann_load(&self, mesh: &Mesh) -> Result<Vec<f64>, PipelineError> {
+        if self.natural_facets.is_empty() {
+            return Ok(vec![0.0; self.num_dofs()]);
+        }
+        let m = self.manufactured;
+        Ok(neumann_rhs(
+            mesh,
+            &self.space,
+            &self.natural_facets,
+            |x, n, out| m.flux(x, n, out),
+            2 * self.space.order() + 2,
+        )?)
+    }
+
+    /// The interpolant of the exact solution in the problem's space (for output).
+    pub fn exact_interpolant(&self) -> Vec<f64> {
+        let m = self.manufactured;
+        self.space.interpolate(|x, out| m.exact(x, out))
+    }
+
+    /// Builds the [`FormOperator`] of the problem's physics (with its manufactured forcing
+    /// and coefficient) in precision `T` and hands it to `visitor`.
+    pub fn visit_form<T: Real, V: FormVisitor<T>>(
+        &self,
+        mesh: &Mesh,
+        visitor: V,
+    ) -> Result<V::Output, PipelineError> {
+        let options = FormOptions {
+            aux: self.aux(),
+            ..FormOptions::default()
+        };
+        let (dim, m, o) = (mesh.dim(), Some(self.manufactured), &self.options);
+        let space = &self.space;
+        match o.kind {
+            ProblemKind::Poisson => visitor.visit(FormOperator::with_options(
+                mesh,
+                space,
+                Poisson::new(dim, o.kappa, m)?,
+                options,
+            )?),
+            ProblemKind::PoissonVarcoef => visitor.visit(FormOperator::with_options(
+                mesh,
+                space,
+                PoissonVarCoef::new(dim, m)?,
+                options,
+            )?),
+            ProblemKind::Elasticity => visitor.visit(FormOperator::with_options(
+                mesh,
+                space,
+                Elasticity::new(dim, o.lambda, o.mu, m)?,
+                options,
+            )?),
+            ProblemKind::Nonlinear => visitor.visit(FormOperator::with_options(
+                mesh,
+                space,
+                NonlinearDiffusion::new(dim, m)?,
+                options,
+            )?),
+        }
+    }
+}
+
+/// The coefficient of `poisson-varcoef` in the representation asked for.
+fn coefficient(mesh: &Mesh, options: &ProblemOptions) -> Result<Coefficient, PipelineError> {
+    Ok(match options.coef {
+        CoefField::P1 | CoefField::Pk => {
+            let order = if options.coef == CoefField::P1 {
+                1
+            } else {
+                options.order
+            };
+            let space = H1Space::new(mesh, order, 1)?;
+            let values = space.interpolate(|x, out| out[0] = varcoef_kappa(x));
+            Coefficient::Nodal {
+                space: Box::new(space),
+                values,
+            }
+        }
+        CoefField::P0 => {
+            let d = mesh.dim();
+            let values = (0..mesh.num_cells())
+                .map(|c| {
+                    let verts = mesh.cell(c);
+                    let mut x = [0.0; 3];
+                    for &v in verts {
+                        for (k, xk) in mesh.vertex(v as usize).iter().enumerate() {
+                            x[k] += xk / verts.len() as f64;
+                        }
+                    }
+                    varcoef_kappa(&x[..d])
+                })
+                .collect();
+            Coefficient::Cellwise(values)
+        }
+    })
+}
+
+/// The facet groups (physical groups of dimension `d − 1` that tag facets of the mesh),
+/// sorted by tag, with their names where the mesh has them.
+pub fn facet_groups(mesh: &Mesh) -> Vec<BoundaryGroup> {
+    let fd = mesh.dim() - 1;
+    let mut tags: Vec<i32> = mesh.facets().tags.clone();
+    tags.sort_unstable();
+    tags.dedup();
+    tags.into_iter()
+        .map(|tag| BoundaryGroup {
+            tag,
+            name: mesh
+                .physical_names()
+                .iter()
+                .find(|n| n.dim == fd && n.tag == tag)
+                .map(|n| n.name.clone()),
+        })
+        .collect()
+}
+
+/// Resolves `--dirichlet` items (names of physical groups of dimension `d − 1`, or numeric
+/// IDs) to groups that tag facets of the mesh; an unknown item is an error listing the
+/// groups available.
+pub fn resolve_groups(mesh: &Mesh, items: &[String]) -> Result<Vec<BoundaryGroup>, PipelineError> {
+    let groups = facet_groups(mesh);
+    let mut out: Vec<BoundaryGroup> = Vec::new();
+    for item in items {
+        let found = match item.parse::<i32>() {
+            Ok(id) => groups.iter().find(|g| g.tag == id),
+            Err(_) => groups
+                .iter()
+                .find(|g| g.name.as_deref() == Some(item.as_str())),
+        };
+        match found {
+            Some(g) => {
+                if !out.contains(g) {
+                    out.push(g.clone());
+                }
+            }
+            None => {
+                let available = if groups.is_empty() {
+                    "the mesh has no tagged boundary facets (use the whole boundary: leave out \
+                     --dirichlet)"
+                        .to_string()
+                } else {
+                    let list: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+                    format!("available: {}", list.join(", "))
+                };
+                return Err(PipelineError::UnknownBoundary {
+                    given: item.clone(),
+                    available,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The boundary facets that carry none of `dirichlet_tags`, sorted by `(cell, facet)`.
+fn natural_facets(mesh: &Mesh, dirichlet_tags: &[i32]) -> Result<Vec<(u32, u8)>, PipelineError> {
+    let mut dirichlet: Vec<(u32, u8)> = mesh
+        .locate_tagged_facets()?
+        .into_iter()
+        .filter(|(_, _, t)| dirichlet_tags.contains(t))
+        .map(|(c, f, _)| (c, f))
+        .collect();
+    dirichlet.sort_unstable();
+    dirichlet.dedup();
+    Ok(mesh
+        .boundary_facets()
+        .into_iter()
+        .filter(|cf| dirichlet.binary_search(cf).is_err())
+        .collect())
+}
