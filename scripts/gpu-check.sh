@@ -41,6 +41,16 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
     bench bp3 --backend cuda --order 7 --geo stored --precision f32
     ;;
+  v3)
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8; done
+    for bp in bp1 bp3 bp3.5; do
+      for shape in "1 2" "2 2" "2 4" "4 2" "4 4"; do
+        set -- $shape
+        bench $bp --backend cuda --order 7 --elems-per-block $1 --min-blocks $2 --reps 10
+      done
+    done
+    bench bp3.5 --backend cuda --order 7 --numbering natural --reps 10
+    ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1

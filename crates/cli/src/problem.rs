@@ -444,3 +444,58 @@ fn natural_facets(mesh: &Mesh, dirichlet_tags: &[i32]) -> Result<Vec<(u32, u8)>,
         .filter(|cf| dirichlet.binary_search(cf).is_err())
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrofem_mesh::{generate_box, BoxSpec};
+
+    #[test]
+    fn dirichlet_list_parsing() {
+        assert_eq!(
+            DirichletSpec::parse_list(" , "),
+            DirichletSpec::WholeBoundary
+        );
+        assert_eq!(
+            DirichletSpec::parse_list("xmin, 3,"),
+            DirichletSpec::Tags(vec!["xmin".into(), "3".into()])
+        );
+    }
+
+    #[test]
+    fn boundary_split_by_tags() {
+        let mesh = generate_box(&BoxSpec::parse("quad:4x3").expect("spec")).expect("mesh");
+        let options = ProblemOptions {
+            kind: ProblemKind::Elasticity,
+            order: 2,
+            dirichlet: DirichletSpec::parse_list("xmin,xmin,1"),
+            ..ProblemOptions::default()
+        };
+        let p = Problem::new(&mesh, &options).expect("problem");
+        assert_eq!(p.dirichlet_groups.len(), 1);
+        // 2·(4 + 3) boundary edges, 3 of them on xmin
+        assert_eq!(p.natural_facets.len(), 14 - 3);
+        // Q2: 7 nodes on xmin, 2 components each, valued by the exact solution
+        assert_eq!(p.dirichlet_dofs.len(), 14);
+        let nc = p.space.ncomp();
+        let mut exact = [0.0; 2];
+        for &d in &p.dirichlet_dofs {
+            let node = d as usize / nc;
+            let x = p.space.node_coord(node);
+            assert!(x[0].abs() < 1e-14);
+            p.manufactured.exact(x, &mut exact);
+            assert_eq!(p.boundary_values[d as usize], exact[d as usize % nc]);
+        }
+        // the whole boundary: no natural facets, every boundary node constrained
+        let whole = Problem::new(
+            &mesh,
+            &ProblemOptions {
+                dirichlet: DirichletSpec::WholeBoundary,
+                ..options
+            },
+        )
+        .expect("problem");
+        assert!(whole.natural_facets.is_empty());
+        assert_eq!(whole.dirichlet_dofs.len(), 2 * 2 * (8 + 6));
+    }
+}

@@ -31,13 +31,13 @@ pub struct ProblemArgs {
     #[arg(long, value_name = "NAME|ID,...")]
     pub dirichlet: Option<String>,
     /// Diffusion coefficient of `poisson`.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub kappa: f64,
     /// First Lamé parameter of `elasticity`.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub lambda: f64,
     /// Shear modulus of `elasticity`.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub mu: f64,
     /// Coefficient field of `poisson-varcoef`: P1 interpolant, cellwise constant, or the
     /// interpolant in the solution's space.

@@ -2,7 +2,7 @@
 
 use crate::backend::{self, Backend, BackendArg};
 use crate::error::CliError;
-use crate::problem_args::{pipeline, MeshInfo, ProblemArgs};
+use crate::problem_args::{pipeline, ProblemArgs};
 use clap::Args;
 use ferrofem_cli::solve::SolveReport;
 use ferrofem_cli::{solve, write_solution_vtu, Progress, SolveSettings, SolverKind};
@@ -22,7 +22,7 @@ pub struct SolveArgs {
     solver: Option<SolverKind>,
     /// Relative tolerance of the Krylov solve or of Newton (default 1e-10 in f64, 1e-5 in
     /// f32).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     rtol: Option<f64>,
     /// Iteration limit of the Krylov solve.
     #[arg(long, default_value_t = 10_000)]
@@ -41,7 +41,8 @@ pub struct SolveArgs {
 /// The JSON record of a solve.
 #[derive(Serialize)]
 struct Record<'a> {
-    mesh: &'a MeshInfo,
+    /// Where the mesh came from (its counts are in the report).
+    mesh: &'a str,
     backend: String,
     backend_note: Option<String>,
     #[serde(flatten)]
@@ -111,7 +112,7 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if a.json {
         let rec = Record {
-            mesh: &info,
+            mesh: &info.origin,
             backend,
             backend_note,
             report: r,
@@ -131,11 +132,15 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         "mesh       {} {} cells, {} vertices",
         info.cells, info.cell_type, info.vertices
     )?;
-    writeln!(
+    write!(
         out,
-        "dofs       {} ({} free; Dirichlet on {}, natural on {} facets)",
-        r.dofs, r.free_dofs, r.dirichlet, r.natural_facets
+        "dofs       {} ({} free; Dirichlet on {}",
+        r.dofs, r.free_dofs, r.dirichlet
     )?;
+    if r.natural_facets > 0 {
+        write!(out, ", natural on the other {} facets", r.natural_facets)?;
+    }
+    writeln!(out, ")")?;
     writeln!(out, "backend    {backend}")?;
     if let Some(note) = &backend_note {
         writeln!(out, "note       {note}")?;

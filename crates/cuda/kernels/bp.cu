@@ -39,7 +39,7 @@ __device__ __forceinline__ void load_edges(const real* FF_RESTRICT xv, u32 e, re
 #endif
 
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB)
-bp_apply(const u32 nelem, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
+bp_apply(const u32 nelem, const u32 nskel_unused, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
          const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha)
 {
     const int tx = threadIdx.x, ty = threadIdx.y, le = threadIdx.z;

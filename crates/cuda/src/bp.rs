@@ -63,6 +63,13 @@ pub struct BpConfig {
     pub elems_per_block: Option<usize>,
     /// Kernel design.
     pub variant: Variant,
+    /// v2 only: the space is numbered interior-last ([`H1Space::interior_last`]); interior
+    /// indices are computed, only skeleton offsets are read and only the skeleton part of
+    /// the output is zeroed.
+    pub interior_last: bool,
+    /// v2 only: minimum resident blocks per multiprocessor asked of the compiler (caps
+    /// registers per thread); `None`: 1.
+    pub min_blocks: Option<u32>,
 }
 
 impl BpConfig {
@@ -74,6 +81,8 @@ impl BpConfig {
             q1d: None,
             elems_per_block: None,
             variant: Variant::Pencil,
+            interior_last: false,
+            min_blocks: None,
         }
     }
 }
@@ -86,6 +95,7 @@ pub struct GpuBp<T: GpuReal> {
     q1d: usize,
     nelem: usize,
     ndofs: usize,
+    nskel: usize,
     epb: usize,
     dyn_smem: usize,
     offsets: DeviceVec<u32>,
@@ -188,7 +198,13 @@ fn mats_host(kind: TensorKind, basis: &Lagrange1D, pts: &[f64]) -> Vec<f64> {
 }
 
 /// C source defining the v2 kernels' `__constant__` matrices, points and weights.
-fn constant_matrices(kind: TensorKind, mats: &[f64], pts: &[f64], wts: &[f64]) -> String {
+fn constant_matrices(
+    kind: TensorKind,
+    mats: &[f64],
+    pts: &[f64],
+    wts: &[f64],
+    skeleton_table: Option<&[u16]>,
+) -> String {
     let arr = |name: &str, v: &[f64]| {
         let body: Vec<String> = v.iter().map(|x| format!("{x:e}")).collect();
         format!(
@@ -210,7 +226,34 @@ fn constant_matrices(kind: TensorKind, mats: &[f64], pts: &[f64], wts: &[f64]) -
     }
     s += &arr("cX", pts);
     s += &arr("cW", wts);
+    if let Some(t) = skeleton_table {
+        let body: Vec<String> = t.iter().map(|x| x.to_string()).collect();
+        s += &format!(
+            "__constant__ unsigned short cSK[{}] = {{{}}};\n",
+            t.len(),
+            body.join(", ")
+        );
+    }
     s
+}
+
+/// For `n` nodes per direction: the skeleton slot of every local node (lexicographic among
+/// the skeleton nodes; `u16::MAX` for interior nodes), and the number of skeleton nodes.
+pub fn skeleton_table(n: usize) -> (Vec<u16>, usize) {
+    let mut t = vec![u16::MAX; n * n * n];
+    let mut next = 0u16;
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                let interior = [i, j, k].iter().all(|&c| c > 0 && c + 1 < n);
+                if !interior {
+                    t[(k * n + j) * n + i] = next;
+                    next += 1;
+                }
+            }
+        }
+    }
+    (t, next as usize)
 }
 
 /// A compiled-to-be kernel specialisation of a bake-off operator and its launch shape.
@@ -253,6 +296,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.kind.name()
         )));
     }
+    if cfg.interior_last && cfg.variant != Variant::Pencil {
+        return Err(GpuError::Unsupported(
+            "interior-last numbering is used by the v2 (pencil) kernels only".into(),
+        ));
+    }
     let q3 = q * q * q;
     let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     let basis = Lagrange1D::new(&gll.points);
@@ -293,7 +341,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             format!(
                 "{}\n{}\n{}\n{}",
                 sources::PRELUDE,
-                constant_matrices(cfg.kind, &mats_host(cfg.kind, &basis, &pts), &pts, &wts),
+                constant_matrices(
+                    cfg.kind,
+                    &mats_host(cfg.kind, &basis, &pts),
+                    &pts,
+                    &wts,
+                    cfg.interior_last.then(|| skeleton_table(n).0).as_deref(),
+                ),
                 sources::BP_COMMON,
                 sources::BP_PENCIL
             ),
@@ -321,7 +375,12 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("GEO", (cfg.geo == GeoMode::OnTheFly) as u32)
     .define("MASS", mass as u32)
     .define("NGEO", ngeo)
-    .define("GSTRIDE", gstride);
+    .define("GSTRIDE", gstride)
+    .define(
+        "INTLAST",
+        (cfg.interior_last && cfg.variant == Variant::Pencil) as u32,
+    )
+    .define("MINB", cfg.min_blocks.unwrap_or(1));
     Ok(BpKernel {
         spec,
         q,
@@ -334,8 +393,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     })
 }
 
-/// Every configuration the GPU tests and `ferrofem bench bp*` use, for the CI compile
-/// check: `(config, order, is_f32)`.
+/// Every configuration the GPU tests and `scripts/gpu-check.sh` benchmarks use, for the CI
+/// compile check: `(config, order, is_f32)`.
 pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
     let kinds = [
         TensorKind::Mass,
@@ -344,27 +403,52 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         TensorKind::CollocatedDiffusion { alpha: 0.0 },
         TensorKind::CollocatedDiffusion { alpha: 1.5 },
     ];
+    let base = |kind, geo, variant, interior_last, epb, min_blocks| BpConfig {
+        kind,
+        geo,
+        q1d: None,
+        elems_per_block: epb,
+        variant,
+        interior_last,
+        min_blocks,
+    };
     let mut v = Vec::new();
-    for variant in [Variant::Pencil, Variant::Slice2D] {
-        for kind in kinds {
-            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
-                for p in 1..=8 {
-                    let mut epbs = vec![None];
-                    if variant == Variant::Pencil && [1, 3, 7, 8].contains(&p) {
-                        epbs.extend([Some(1), Some(2)]);
+    for kind in kinds {
+        for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+            for p in 1..=8 {
+                // v1, and v2 with both numberings, in both precisions
+                for (variant, il) in [
+                    (Variant::Slice2D, false),
+                    (Variant::Pencil, false),
+                    (Variant::Pencil, true),
+                ] {
+                    v.push((base(kind, geo, variant, il, None, None), p, false));
+                    v.push((base(kind, geo, variant, il, None, None), p, true));
+                }
+                // v2 block-shape variants (tests at a few orders)
+                if [1, 3, 7, 8].contains(&p) {
+                    for epb in [1, 2] {
+                        v.push((
+                            base(kind, geo, Variant::Pencil, true, Some(epb), None),
+                            p,
+                            false,
+                        ));
                     }
-                    for epb in epbs {
-                        let cfg = BpConfig {
-                            kind,
-                            geo,
-                            q1d: None,
-                            elems_per_block: epb,
-                            variant,
-                        };
-                        v.push((cfg, p, false));
-                        if epb.is_none() {
-                            v.push((cfg, p, true));
-                        }
+                }
+            }
+        }
+    }
+    // occupancy sweep of the benchmarks (f64, alpha = 0)
+    for kind in [
+        TensorKind::Mass,
+        TensorKind::Diffusion { alpha: 0.0 },
+        TensorKind::CollocatedDiffusion { alpha: 0.0 },
+    ] {
+        for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+            for p in [3, 7] {
+                for epb in [None, Some(1), Some(2), Some(4)] {
+                    for mb in [Some(2), Some(4)] {
+                        v.push((base(kind, geo, Variant::Pencil, true, epb, mb), p, false));
                     }
                 }
             }
@@ -413,6 +497,29 @@ impl<T: GpuReal> GpuBp<T> {
                 }
             }
         }
+        // restriction: full offsets, or (interior-last) compact skeleton offsets
+        let (offsets_host, nskel) = if cfg.interior_last {
+            let Some(nskel) = space.skeleton_nodes() else {
+                return Err(GpuError::Unsupported(
+                    "interior_last is set but the space is not numbered interior-last (H1Space::interior_last)".into(),
+                ));
+            };
+            let n = p + 1;
+            let (table, nsk) = skeleton_table(n);
+            let r = space.restriction();
+            let mut off = vec![0u32; nelem * nsk];
+            for e in 0..nelem {
+                let en = r.elem(e);
+                for (l, &slot) in table.iter().enumerate() {
+                    if slot != u16::MAX {
+                        off[e * nsk + slot as usize] = en[l];
+                    }
+                }
+            }
+            (off, nskel)
+        } else {
+            (space.restriction().offsets().to_vec(), space.num_dofs())
+        };
         let func = dev.function(&spec, "bp_apply")?;
         if dyn_smem > 48 * 1024 {
             func.set_attribute(
@@ -458,11 +565,8 @@ impl<T: GpuReal> GpuBp<T> {
             ndofs: space.num_dofs(),
             epb,
             dyn_smem,
-            offsets: DeviceVec::from_host(
-                dev,
-                space.restriction().offsets(),
-                "restriction offsets",
-            )?,
+            offsets: DeviceVec::from_host(dev, &offsets_host, "restriction offsets")?,
+            nskel,
             geo,
             mats: DeviceVec::from_host(dev, &mats_t, "1-D matrices")?,
             alpha: T::of(if cfg.kind == TensorKind::Mass {
@@ -537,7 +641,12 @@ impl<T: GpuReal> GpuBp<T> {
                 got: u.len().min(v.len()),
             });
         }
-        v.fill_zero()?;
+        // interior nodes are stored, not accumulated: only the skeleton part needs zeroing
+        if self.cfg.interior_last {
+            v.fill_zero_prefix(self.nskel)?;
+        } else {
+            v.fill_zero()?;
+        }
         let n = self.order + 1;
         let t1d = n.max(self.q1d) as u32;
         let cfg = LaunchConfig {
@@ -548,7 +657,9 @@ impl<T: GpuReal> GpuBp<T> {
         let nelem = self.nelem as u32;
         let stream = self.dev.stream();
         let mut b = stream.launch_builder(&self.func);
+        let nskel = self.nskel as u32;
         b.arg(&nelem)
+            .arg(&nskel)
             .arg(self.offsets.slice())
             .arg(self.geo.slice())
             .arg(self.mats.slice())
@@ -591,7 +702,11 @@ impl<T: GpuReal> GpuBp<T> {
                 GeoMode::Stored => GeometryMode::Stored,
                 GeoMode::OnTheFly => GeometryMode::OnTheFly,
             },
-            indices: IndexTraffic::Offsets,
+            indices: if self.cfg.interior_last {
+                IndexTraffic::Skeleton
+            } else {
+                IndexTraffic::Offsets
+            },
             vectors: VectorTraffic::LVector,
             output_read: false,
         }

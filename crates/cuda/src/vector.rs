@@ -98,6 +98,19 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
             .map_err(|e| GpuError::driver("zeroing a vector", e))
     }
 
+    /// Sets entries `0..n` to zero.
+    pub fn fill_zero_prefix(&mut self, n: usize) -> Result<(), GpuError> {
+        let n = n.min(self.len());
+        if n == 0 {
+            return Ok(());
+        }
+        let mut view = self.buf.slice_mut(0..n);
+        self.dev
+            .stream()
+            .memset_zeros(&mut view)
+            .map_err(|e| GpuError::driver("zeroing a vector", e))
+    }
+
     /// Copies `src` (same length) into this vector on the device.
     pub fn copy_from(&mut self, src: &DeviceVec<T>) -> Result<(), GpuError> {
         if src.len() != self.len() {

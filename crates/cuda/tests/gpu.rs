@@ -2,7 +2,7 @@
 //! none is usable, unless FERROFEM_REQUIRE_GPU=1 (set by scripts/gpu-check.sh).
 
 use ferrofem_cuda::blas::GpuBlas;
-use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GeoMode, GpuBp, Variant};
+use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GpuBp};
 use ferrofem_cuda::compile::DiskCache;
 use ferrofem_cuda::krylov::GpuKrylov;
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
@@ -123,78 +123,67 @@ fn bp_operators_match_the_cpu_twin() {
         t.elapsed().as_secs_f64()
     );
     let m = mesh(3);
+    let configs = tested_configurations();
     let mut rows = Vec::new();
     let mut failures = Vec::new();
+    let mut checked = 0;
     for p in 1..=8 {
-        let space = H1Space::new(&m, p, 1).unwrap();
-        let x = random_vec(space.num_dofs(), p as u64);
-        for kind in [
-            TensorKind::Mass,
-            TensorKind::Diffusion { alpha: 0.0 },
-            TensorKind::Diffusion { alpha: 1.5 },
-            TensorKind::CollocatedDiffusion { alpha: 0.0 },
-            TensorKind::CollocatedDiffusion { alpha: 1.5 },
-        ] {
-            let alpha = kind.alpha();
-            let want = cpu_apply(&m, &space, kind, &x);
-            for (variant, geo) in [
-                (Variant::Pencil, GeoMode::Stored),
-                (Variant::Pencil, GeoMode::OnTheFly),
-                (Variant::Slice2D, GeoMode::Stored),
-                (Variant::Slice2D, GeoMode::OnTheFly),
-            ] {
-                let epbs: &[Option<usize>] =
-                    if variant == Variant::Pencil && [1, 3, 7, 8].contains(&p) {
-                        &[None, Some(1), Some(2)]
-                    } else {
-                        &[None]
-                    };
-                for &epb in epbs {
-                    let cfg = BpConfig {
-                        kind,
-                        geo,
-                        q1d: None,
-                        elems_per_block: epb,
-                        variant,
-                    };
-                    let Some(got) = gpu_apply::<f64>(&dev, &m, &space, cfg, &x) else {
-                        continue;
-                    };
-                    let e64 = rel_err(&got, &want);
-                    if e64.is_nan() || e64 >= 1e-12 {
-                        failures.push(format!(
-                            "{} p={p} alpha={alpha} {variant:?} {geo:?} epb={epb:?}: f64 rel err {e64:e}",
-                            kind.name()
-                        ));
-                    }
-                    if epb.is_none() {
-                        let got32 = gpu_apply::<f32>(&dev, &m, &space, cfg, &x)
-                            .expect("default configuration is supported");
-                        let e32 = rel_err(&got32, &want);
-                        if e32.is_nan() || e32 >= 1e-5 {
-                            failures.push(format!(
-                                "{} p={p} {variant:?} {geo:?}: f32 rel err {e32:e}",
-                                kind.name()
-                            ));
-                        }
-                        rows.push(format!(
-                            "{} p={p} a={alpha} {variant:?} {geo:?}: f64 {e64:.1e} f32 {e32:.1e}",
-                            kind.name()
-                        ));
-                    }
-                }
+        let natural = H1Space::new(&m, p, 1).unwrap();
+        let interior_last = natural.interior_last();
+        let mut reference: std::collections::HashMap<(String, bool), (Vec<f64>, Vec<f64>)> =
+            Default::default();
+        for (cfg, _, f32) in configs.iter().filter(|(_, q, _)| *q == p) {
+            let space = if cfg.interior_last {
+                &interior_last
+            } else {
+                &natural
+            };
+            let key = (format!("{:?}", cfg.kind), cfg.interior_last);
+            let (x, want) = reference
+                .entry(key)
+                .or_insert_with(|| {
+                    let x = random_vec(space.num_dofs(), p as u64);
+                    let want = cpu_apply(&m, space, cfg.kind, &x);
+                    (x, want)
+                })
+                .clone();
+            let got = if *f32 {
+                gpu_apply::<f32>(&dev, &m, space, *cfg, &x)
+            } else {
+                gpu_apply::<f64>(&dev, &m, space, *cfg, &x)
+            };
+            let Some(got) = got else { continue };
+            checked += 1;
+            let err = rel_err(&got, &want);
+            let tol = if *f32 { 1e-5 } else { 1e-12 };
+            let label = format!(
+                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} {}",
+                cfg.kind.name(),
+                cfg.kind.alpha(),
+                cfg.variant,
+                cfg.geo,
+                cfg.interior_last,
+                cfg.elems_per_block,
+                cfg.min_blocks,
+                if *f32 { "f32" } else { "f64" }
+            );
+            if err.is_nan() || err >= tol {
+                failures.push(format!("{label}: rel err {err:e}"));
             }
+            rows.push(format!("{label}: {err:.1e}"));
         }
     }
     for r in rows {
         eprintln!("{r}");
     }
+    eprintln!("checked {checked} configurations against the CPU twin");
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
     );
+    assert!(checked > 500);
 }
 
 #[test]
@@ -228,7 +217,9 @@ fn device_geometry_matches_host_geometry() {
             let op = GpuBp::<f64>::new(&dev, &m, &space, BpConfig::new(kind)).unwrap();
             let g = op.geometry_to_host().unwrap();
             let q3 = q * q * q;
-            let ngeo = g.len() / (m.num_cells() * q3);
+            // v2 pads each element's factors to 16 bytes
+            let stride = g.len() / m.num_cells();
+            let ngeo = stride / q3;
             let mut worst: f64 = 0.0;
             for e in 0..m.num_cells() {
                 for qp in 0..q3 {
@@ -238,7 +229,7 @@ fn device_geometry_matches_host_geometry() {
                         } else {
                             metric[(e * q3 + qp) * 6 + c]
                         };
-                        let dev_v = g[(e * ngeo + c) * q3 + qp];
+                        let dev_v = g[e * stride + c * q3 + qp];
                         worst = worst.max((host - dev_v).abs() / host.abs().max(1e-3));
                     }
                 }

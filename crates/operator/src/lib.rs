@@ -14,7 +14,7 @@ pub mod tensor;
 pub use boundary::{lift_residual, lift_rhs, neumann_rhs, ConstrainedOperator};
 pub use element_matrix::ElementMatrices;
 pub use form::{
-    Accumulation, AuxField, FormError, FormOperator, FormOptions, Linearized, Quadrature, MAX_AUX,
-    MAX_COMPONENTS,
+    Accumulation, AuxField, AuxLayout, FormError, FormOperator, FormOptions, Linearized,
+    Quadrature, ResidualModel, ResidualShape, MAX_AUX, MAX_COMPONENTS,
 };
 pub use norms::{errors, Errors};

@@ -18,6 +18,7 @@ pub struct H1Space {
     node_coords: Vec<f64>,
     mesh_cells: usize,
     mesh_vertices: usize,
+    skeleton_nodes: Option<usize>,
 }
 
 impl H1Space {
@@ -38,6 +39,7 @@ impl H1Space {
             node_coords,
             mesh_cells: mesh.num_cells(),
             mesh_vertices: mesh.num_vertices(),
+            skeleton_nodes: None,
         })
     }
 
@@ -51,6 +53,66 @@ impl H1Space {
             restriction: self.restriction.with_ncomp(ncomp),
             ..self.clone()
         })
+    }
+
+    /// The same space with its nodes renumbered *interior-last*: nodes on element
+    /// boundaries (the skeleton: vertices, edges, faces) first, in their previous order,
+    /// then the element-interior nodes, contiguous per element in element order and local
+    /// node order. Interior node `l` (the `l`-th interior node in local order) of element
+    /// `e` is then `num_skeleton + e * interior_per_element + l`, so kernels compute those
+    /// indices instead of reading them, and only the skeleton part of an accumulated
+    /// output needs zeroing.
+    pub fn interior_last(&self) -> H1Space {
+        let el = &self.element;
+        let d = el.dim();
+        let interior_local: Vec<usize> = (0..el.num_nodes())
+            .filter(|&i| el.node_entity(i).dim == d)
+            .collect();
+        let ni = interior_local.len();
+        let r = &self.restriction;
+        let nn = r.num_nodes();
+        let mut is_interior = vec![false; nn];
+        for e in 0..r.num_elem() {
+            let en = r.elem(e);
+            for &l in &interior_local {
+                is_interior[en[l] as usize] = true;
+            }
+        }
+        let nskel = is_interior.iter().filter(|&&b| !b).count();
+        let mut new_of = vec![u32::MAX; nn];
+        let mut next = 0u32;
+        for (n, &int) in is_interior.iter().enumerate() {
+            if !int {
+                new_of[n] = next;
+                next += 1;
+            }
+        }
+        for e in 0..r.num_elem() {
+            let en = r.elem(e);
+            for (k, &l) in interior_local.iter().enumerate() {
+                new_of[en[l] as usize] = (nskel + e * ni + k) as u32;
+            }
+        }
+        let offsets: Vec<u32> = r.offsets().iter().map(|&o| new_of[o as usize]).collect();
+        let mut coords = vec![0.0; self.node_coords.len()];
+        for (old, &new) in new_of.iter().enumerate() {
+            coords[new as usize * d..(new as usize + 1) * d]
+                .copy_from_slice(&self.node_coords[old * d..(old + 1) * d]);
+        }
+        H1Space {
+            element: el.clone(),
+            ncomp: self.ncomp,
+            restriction: ElemRestriction::new(r.elem_size(), self.ncomp, nn, offsets),
+            node_coords: coords,
+            mesh_cells: self.mesh_cells,
+            mesh_vertices: self.mesh_vertices,
+            skeleton_nodes: Some(nskel),
+        }
+    }
+
+    /// For a space numbered by [`H1Space::interior_last`], the number of skeleton nodes.
+    pub fn skeleton_nodes(&self) -> Option<usize> {
+        self.skeleton_nodes
     }
 
     /// The reference element.

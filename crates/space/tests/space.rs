@@ -330,3 +330,44 @@ fn gmsh_meshes_number_consistently() {
         dir.display()
     );
 }
+
+#[test]
+fn interior_last_numbering_is_a_consistent_permutation() {
+    for ct in CellType::ALL {
+        let n = if ct.dim() == 2 { 3 } else { 2 };
+        let mesh = permute_cells(&boxmesh(&spec(ct, n, ",perturb=0.2,seed=4")), 5);
+        for p in 1..=4 {
+            let s = H1Space::new(&mesh, p, 1).unwrap();
+            let t = s.interior_last();
+            let nskel = t.skeleton_nodes().unwrap();
+            let el = t.element();
+            let interior: Vec<usize> = (0..el.num_nodes())
+                .filter(|&i| el.node_entity(i).dim == ct.dim())
+                .collect();
+            assert_eq!(
+                nskel + mesh.num_cells() * interior.len(),
+                t.num_nodes(),
+                "{ct} p={p}"
+            );
+            for c in 0..mesh.num_cells() {
+                let en = t.restriction().elem(c);
+                for (k, &l) in interior.iter().enumerate() {
+                    assert_eq!(en[l] as usize, nskel + c * interior.len() + k);
+                }
+                for l in (0..el.num_nodes()).filter(|l| !interior.contains(l)) {
+                    assert!((en[l] as usize) < nskel);
+                }
+            }
+            // same function, same element values: the renumbering is a relabelling
+            let f = |x: &[f64], out: &mut [f64]| out[0] = x.iter().map(|v| v.sin()).sum();
+            let (a, b) = (s.interpolate(f), t.interpolate(f));
+            let mut ea = vec![0.0; el.num_nodes()];
+            let mut eb = vec![0.0; el.num_nodes()];
+            for c in 0..mesh.num_cells() {
+                s.restriction().gather_elem(c, &a, &mut ea);
+                t.restriction().gather_elem(c, &b, &mut eb);
+                assert_eq!(ea, eb);
+            }
+        }
+    }
+}

@@ -15,11 +15,14 @@
 use ferrofem_assembly::{AssemblyError, AssemblyPlan, DofMap, Strategy};
 use ferrofem_base::{CellType, CsrMatrix, Real};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh, MeshError};
-use ferrofem_operator::{errors, lift_residual, ElementMatrices, Errors, FormError, FormOperator};
+use ferrofem_operator::tensor::{TensorError, TensorKind, TensorOperator, TensorOptions};
+use ferrofem_operator::{
+    errors, lift_residual, ConstrainedOperator, ElementMatrices, Errors, FormError, FormOperator,
+};
 use ferrofem_physics::{Manufactured, Physics, PhysicsError};
 use ferrofem_solver::{
-    newton, solve_direct, DirectKind, LinearInfo, NewtonOptions, NewtonStats, NonlinearProblem,
-    SolverError,
+    newton, pcg, solve_direct, CpuSpace, DirectKind, LinearInfo, NewtonOptions, NewtonStats,
+    NonlinearProblem, SolveOptions, SolveStats, SolverError,
 };
 use ferrofem_space::{H1Space, SpaceError};
 use std::fmt::Write as _;
@@ -52,6 +55,9 @@ pub enum VerifyError {
     /// A linear or nonlinear solve.
     #[error(transparent)]
     Solver(#[from] SolverError),
+    /// A sum-factorised tensor-product operator.
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
 }
 
 /// The unit box `[0,1]^d` with `n` grid cells per axis (split into simplices for triangles
@@ -135,6 +141,70 @@ pub fn solve_linear<T: Real, P: Physics<T>>(
     let x = solve_direct(&a, &b, DirectKind::Auto)?;
     bc.set_free(&mut u, &x);
     Ok(u)
+}
+
+/// Solves the constant-coefficient Poisson problem `−Δu = f` (`κ = 1`) of `op` on a
+/// quadrilateral or hexahedral mesh matrix-free: Jacobi-preconditioned CG on the
+/// sum-factorised [`TensorOperator`] (BP3 kernel with `α = 0`) built with the same Gauss
+/// rule as `op` (`points_per_dir` points per direction, `p + 1` for the default rule), with
+/// the Dirichlet rows replaced by the identity ([`ConstrainedOperator`]) and the right-hand
+/// side lifted with one residual evaluation of `op` ([`lift_residual`]). For problems too
+/// large for the direct solver; the solution equals the assembled one up to the CG
+/// tolerance because both operators integrate the same form with the same rule.
+pub fn solve_poisson_matrix_free<P: Physics<f64>>(
+    mesh: &Mesh,
+    space: &H1Space,
+    op: &FormOperator<f64, P>,
+    bc: &BoundaryData,
+    points_per_dir: usize,
+    rtol: f64,
+) -> Result<(Vec<f64>, SolveStats), VerifyError> {
+    let mut opts = TensorOptions::new(TensorKind::Diffusion { alpha: 0.0 });
+    opts.q_points = Some(points_per_dir);
+    let tensor = TensorOperator::<f64>::new(mesh, space, &opts)?;
+    let constrained = ConstrainedOperator::new(&tensor, &bc.dofs)?;
+    let b = lift_residual(op, &bc.dofs, &bc.values)?;
+    let krylov = CpuSpace::with_operator_jacobi(&constrained)?;
+    let mut u = boundary_start(bc);
+    let stats = pcg(&krylov, &b, &mut u, &cg_options(rtol))?;
+    Ok((u, stats))
+}
+
+/// Solves the linear, symmetric positive definite problem of `op` matrix-free:
+/// Jacobi-preconditioned CG on the form's own Jacobian action ([`FormOperator::linearize`],
+/// its diagonal from the element matrices) with the Dirichlet rows replaced by the identity
+/// and the right-hand side lifted with one residual evaluation. For problems whose
+/// assembled matrix would not fit comfortably in memory (3-D vector problems at order 2).
+pub fn solve_linear_matrix_free<P: Physics<f64>>(
+    op: &FormOperator<f64, P>,
+    bc: &BoundaryData,
+    rtol: f64,
+) -> Result<(Vec<f64>, SolveStats), VerifyError> {
+    let jacobian = op.linearize(&[]);
+    let constrained = ConstrainedOperator::new(&jacobian, &bc.dofs)?;
+    let b = lift_residual(op, &bc.dofs, &bc.values)?;
+    let krylov = CpuSpace::with_operator_jacobi(&constrained)?;
+    let mut u = boundary_start(bc);
+    let stats = pcg(&krylov, &b, &mut u, &cg_options(rtol))?;
+    Ok((u, stats))
+}
+
+/// The boundary values with zero at the free dofs: the CG starting vector (never the
+/// interpolant of a known solution, which would hide an inaccurate solve).
+fn boundary_start(bc: &BoundaryData) -> Vec<f64> {
+    let mut u = vec![0.0; bc.values.len()];
+    for &d in &bc.dofs {
+        u[d as usize] = bc.values[d as usize];
+    }
+    u
+}
+
+fn cg_options(rtol: f64) -> SolveOptions {
+    SolveOptions {
+        rtol,
+        max_iter: 100_000,
+        ..SolveOptions::default()
+    }
 }
 
 /// `F(u) = 0` for a form with eliminated Dirichlet dofs: `F_f = r(u)_f` on the free dofs,

@@ -57,6 +57,15 @@ pub enum KernelArg {
     Slice2d,
 }
 
+/// Dof numbering of the benchmark space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Numbering {
+    /// First-touch order of the cells.
+    Natural,
+    /// Skeleton nodes first, element interiors contiguous per element.
+    InteriorLast,
+}
+
 /// Options of `ferrofem bench bp*`.
 #[derive(Args, Debug, Clone)]
 pub struct BpArgs {
@@ -93,6 +102,13 @@ pub struct BpArgs {
     /// GPU kernel design: `pencil` (v2, default) or `slice2d` (v1, the paper's).
     #[arg(long, value_enum, default_value_t = KernelArg::Pencil)]
     kernel: KernelArg,
+    /// Dof numbering: `interior-last` (element-interior nodes after the skeleton; the v2
+    /// kernels then compute interior indices) or `natural` (first-touch order).
+    #[arg(long, value_enum, default_value_t = Numbering::InteriorLast)]
+    numbering: Numbering,
+    /// v2: minimum resident blocks per multiprocessor asked of the compiler (caps registers).
+    #[arg(long)]
+    min_blocks: Option<u32>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -201,7 +217,10 @@ fn problem(p: usize, a: &BpArgs) -> Result<Problem, CliError> {
     let n = elems_per_dir(p, a.dofs);
     let spec = BoxSpec::parse(&format!("hex:{n}x{n}x{n},perturb={},seed=1", a.perturb))?;
     let mesh = generate_box(&spec)?;
-    let space = H1Space::new(&mesh, p, 1)?;
+    let mut space = H1Space::new(&mesh, p, 1)?;
+    if a.numbering == Numbering::InteriorLast {
+        space = space.interior_last();
+    }
     Ok(Problem {
         mesh,
         space,
@@ -518,6 +537,8 @@ mod gpu {
                 KernelArg::Pencil => ferrofem_cuda::bp::Variant::Pencil,
                 KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
             },
+            interior_last: a.kernel == KernelArg::Pencil && prob.space.skeleton_nodes().is_some(),
+            min_blocks: a.min_blocks,
         };
         let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
@@ -543,7 +564,12 @@ mod gpu {
         rec.compile_s = after.seconds - before.seconds;
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
-        rec.kernel = format!("{:?}", a.kernel).to_lowercase();
+        rec.kernel = format!(
+            "{}{}{}",
+            format!("{:?}", a.kernel).to_lowercase(),
+            if cfg.interior_last { "+il" } else { "" },
+            a.min_blocks.map_or(String::new(), |m| format!("+mb{m}"))
+        );
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let mut scfg = cfg;

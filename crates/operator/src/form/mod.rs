@@ -15,12 +15,14 @@ mod aux;
 mod error;
 mod kernels;
 mod linearized;
+mod model;
 
 pub use accumulate::Accumulation;
 pub use aux::AuxField;
 pub use error::FormError;
 pub use kernels::{MAX_AUX, MAX_COMPONENTS};
 pub use linearized::Linearized;
+pub use model::{AuxLayout, ResidualModel, ResidualShape};
 
 use crate::ElementMatrices;
 use accumulate::{Accumulator, Scratch};

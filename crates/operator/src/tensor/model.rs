@@ -10,7 +10,8 @@
 //!   implementation that accumulates into it, e.g. after zeroing);
 //! - the restriction: one 4-byte offset per element node (`num_elem · n^d · 4`), shared by
 //!   the components, unless the indices are computed from a structured mesh
-//!   ([`IndexTraffic::Structured`]) or the vectors are E-vectors;
+//!   ([`IndexTraffic::Structured`]), only the skeleton nodes' offsets are read
+//!   ([`IndexTraffic::Skeleton`]), or the vectors are E-vectors;
 //! - the geometry: stored, `num_elem · q^d · f` scalars with `f` factors per point —
 //!   1 (`w det J`) for the mass (BP1), `d(d+1)/2` (packed `G`) for pure diffusion, and
 //!   `d(d+1)/2 + 1` (the paper's 7 in 3-D) for diffusion with a mass term; on the fly,
@@ -72,6 +73,9 @@ pub enum IndexTraffic {
     Offsets,
     /// Computes them from a structured grid: no index traffic.
     Structured,
+    /// Reads offsets only for the element's skeleton nodes (faces, edges, vertices) and
+    /// computes the interior ones (spaces numbered interior-last): 4 bytes per skeleton node.
+    Skeleton,
 }
 
 /// Which vectors an application reads and writes.
@@ -134,6 +138,10 @@ pub fn bytes(s: &ModelSpec) -> f64 {
     let output = vec_len * sb * if s.output_read { 2.0 } else { 1.0 };
     let indices = match (s.vectors, s.indices) {
         (VectorTraffic::LVector, IndexTraffic::Offsets) => ne * nn * 4.0,
+        (VectorTraffic::LVector, IndexTraffic::Skeleton) => {
+            let interior = ((s.order as f64) - 1.0).max(0.0).powi(d as i32);
+            ne * (nn - interior) * 4.0
+        }
         _ => 0.0,
     };
     let geometry = match s.geometry {

@@ -1,0 +1,373 @@
+//! `ferrofem bench assembly`: global CSR assembly of a stiffness matrix with each strategy
+//! of Cecka, Lew & Darve (2011) as implemented by [`AssemblyPlan`]: serial, element
+//! colouring, by row and by nonzero. The plan (sparsity pattern and element → nonzero map)
+//! is built once and timed separately; each strategy then reassembles into the same matrix
+//! (median after warm-up; the first call, which builds the strategy's lazily created
+//! colouring, batches or reduction lists, is reported apart). A compute-only pass (every
+//! element matrix computed, nothing summed) gives the floor the strategies add to.
+//!
+//! **Byte model** (the same yardstick for every strategy; per assembly, `n` rows of an
+//! element matrix, `s` bytes per scalar):
+//!
+//! - element matrices written once and read once: `2 s n²` per cell (the buffered
+//!   strategies do exactly this; serial and coloured keep them in cache, so their figure is
+//!   an effective bandwidth);
+//! - the element → nonzero map read: `4 n²` per cell;
+//! - the geometry the element matrices are computed from: `s (d² + 1)` per cell on
+//!   simplices (affine), `s (d² + 1) N_q` per cell on quadrilaterals and hexahedra;
+//! - the CSR values written once: `s · nnz`.
+//!
+//! Not counted: zeroing the values first, the CSR structure (unchanged), the node →
+//! element transpose or reduction lists, and tabulations.
+
+use super::bp::Precision;
+use super::median;
+use crate::error::CliError;
+use clap::{Args, ValueEnum};
+use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
+use ferrofem_base::{CsrMatrix, Real};
+use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+use ferrofem_operator::tensor::measure_copy_bandwidth;
+use ferrofem_operator::{ElementMatrices, FormOperator, FormOptions, Quadrature};
+use ferrofem_physics::{Elasticity, Physics, Poisson};
+use ferrofem_space::H1Space;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The matrix to assemble.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AssemblyProblem {
+    /// The Laplacian (scalar).
+    Poisson,
+    /// Linear elasticity with λ = μ = 1 (`dim` components).
+    Elasticity,
+}
+
+/// Strategies to time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Every strategy.
+    All,
+    /// One thread, element by element.
+    Serial,
+    /// Element colouring.
+    Colored,
+    /// Buffered batches, parallel over rows.
+    ByRow,
+    /// Buffered, parallel over nonzeros.
+    ByNonzero,
+}
+
+/// Options of `ferrofem bench assembly`.
+#[derive(Args, Debug, Clone)]
+pub struct AssemblyArgs {
+    /// The mesh, e.g. `tet:32x32x32,perturb=0.2` or `hex:24x24x24,perturb=0.2`.
+    #[arg(long = "box", value_name = "SPEC", default_value = "tet:32x32x32,perturb=0.2,seed=1")]
+    box_spec: String,
+    /// The matrix.
+    #[arg(long, value_enum, default_value_t = AssemblyProblem::Poisson)]
+    problem: AssemblyProblem,
+    /// Polynomial order.
+    #[arg(long, default_value_t = 1)]
+    order: usize,
+    /// Strategy (or all).
+    #[arg(long, value_enum, default_value_t = StrategyArg::All)]
+    strategy: StrategyArg,
+    /// Scalar type.
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Eliminate the boundary dofs (assemble the reduced matrix on the free dofs).
+    #[arg(long)]
+    dirichlet: bool,
+    /// Quadrature degree (default: exact for the stiffness on affine simplices, `2(p − 1)`;
+    /// `p + 1` Gauss points per direction on quadrilaterals and hexahedra).
+    #[arg(long)]
+    qdegree: Option<usize>,
+    /// Timed assemblies per strategy (median reported).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Untimed assemblies first (after the first call, reported apart).
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Print JSON records (one per line) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Append JSON records to this file as well.
+    #[arg(long, value_name = "FILE.jsonl")]
+    record: Option<std::path::PathBuf>,
+}
+
+/// One measured strategy.
+#[derive(Serialize, Clone, Debug)]
+pub struct AssemblyRecord {
+    bench: &'static str,
+    backend: String,
+    precision: String,
+    mesh: String,
+    cell_type: String,
+    problem: String,
+    order: usize,
+    q: usize,
+    cells: usize,
+    rows: usize,
+    nnz: usize,
+    element_matrix_size: usize,
+    dirichlet: bool,
+    strategy: String,
+    plan_s: f64,
+    first_s: f64,
+    assembly_s: f64,
+    melements_per_s: f64,
+    model_bytes: f64,
+    gbytes_per_s: f64,
+    copy_gbytes_per_s: f64,
+    roofline_fraction: f64,
+}
+
+fn usage(e: impl std::fmt::Display) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
+/// Runs `ferrofem bench assembly`.
+pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
+    if a.order == 0 || a.reps == 0 {
+        return Err(CliError::Usage("--order and --reps must be at least 1".into()));
+    }
+    let spec = BoxSpec::parse(&a.box_spec)?;
+    let t = Instant::now();
+    let mesh = generate_box(&spec)?;
+    let ncomp = match a.problem {
+        AssemblyProblem::Poisson => 1,
+        AssemblyProblem::Elasticity => mesh.dim(),
+    };
+    let space = H1Space::new(&mesh, a.order, ncomp)?;
+    let prep_s = t.elapsed().as_secs_f64();
+    let copy_gbs = measure_copy_bandwidth(1 << 29, 0);
+    let d = mesh.dim();
+    match (a.problem, a.precision) {
+        (AssemblyProblem::Poisson, Precision::F64) => {
+            bench::<f64, _>(&mesh, &space, Poisson::new(d, 1.0, None).map_err(usage)?, &a, copy_gbs, prep_s)
+        }
+        (AssemblyProblem::Poisson, Precision::F32) => {
+            bench::<f32, _>(&mesh, &space, Poisson::new(d, 1.0, None).map_err(usage)?, &a, copy_gbs, prep_s)
+        }
+        (AssemblyProblem::Elasticity, Precision::F64) => bench::<f64, _>(
+            &mesh,
+            &space,
+            Elasticity::new(d, 1.0, 1.0, None).map_err(usage)?,
+            &a,
+            copy_gbs,
+            prep_s,
+        ),
+        (AssemblyProblem::Elasticity, Precision::F32) => bench::<f32, _>(
+            &mesh,
+            &space,
+            Elasticity::new(d, 1.0, 1.0, None).map_err(usage)?,
+            &a,
+            copy_gbs,
+            prep_s,
+        ),
+    }
+}
+
+fn strategies(s: StrategyArg) -> Vec<Strategy> {
+    match s {
+        StrategyArg::All => Strategy::ALL.to_vec(),
+        StrategyArg::Serial => vec![Strategy::Serial],
+        StrategyArg::Colored => vec![Strategy::Colored],
+        StrategyArg::ByRow => vec![Strategy::ByRow],
+        StrategyArg::ByNonzero => vec![Strategy::ByNonzero],
+    }
+}
+
+/// Bytes of one assembly by the model of the module documentation.
+fn model_bytes(
+    cells: usize,
+    n: usize,
+    dim: usize,
+    nq: usize,
+    affine: bool,
+    nnz: usize,
+    s: usize,
+) -> f64 {
+    let (cells, n2, s) = (cells as f64, (n * n) as f64, s as f64);
+    let geo_points = if affine { 1.0 } else { nq as f64 };
+    cells * (2.0 * s * n2 + 4.0 * n2 + s * (dim * dim + 1) as f64 * geo_points) + s * nnz as f64
+}
+
+fn bench<T: Real, P: Physics<T>>(
+    mesh: &Mesh,
+    space: &H1Space,
+    physics: P,
+    a: &AssemblyArgs,
+    copy_gbs: f64,
+    prep_s: f64,
+) -> Result<(), CliError> {
+    let ct = mesh.cell_type();
+    let quadrature = match (a.qdegree, ct.is_simplex()) {
+        (Some(k), _) => Quadrature::Degree(k),
+        (None, true) => Quadrature::Degree(2 * (a.order - 1)),
+        (None, false) => Quadrature::Default,
+    };
+    let options = FormOptions {
+        quadrature,
+        ..FormOptions::default()
+    };
+    let op = FormOperator::<T, P>::with_options(mesh, space, physics, options).map_err(usage)?;
+    let map = if a.dirichlet {
+        let nodes = space.boundary_nodes(mesh)?;
+        Some(DofMap::new(space.num_dofs(), &space.node_dofs(&nodes, None)).map_err(usage)?)
+    } else {
+        None
+    };
+    let t = Instant::now();
+    let plan = AssemblyPlan::new(op.restriction(), map.as_ref()).map_err(usage)?;
+    let plan_s = t.elapsed().as_secs_f64();
+    let mut matrix: CsrMatrix<T> = plan.pattern().zeros();
+    let n = plan.element_matrix_size();
+    let nq = op.rule().len();
+    let cells = mesh.num_cells();
+    let nnz = plan.pattern().nnz();
+    let bytes = model_bytes(cells, n, mesh.dim(), nq, ct.is_simplex(), nnz, T::BYTES);
+    if !a.json {
+        println!(
+            "assembly of {} (order {}, {} per cell, q = {nq}) on {} ({cells} cells), cpu ({} threads, {}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
+            match a.problem {
+                AssemblyProblem::Poisson => "the Laplacian",
+                AssemblyProblem::Elasticity => "elasticity",
+            },
+            a.order,
+            format_args!("{n}x{n}"),
+            a.box_spec,
+            rayon::current_num_threads(),
+            T::NAME,
+        );
+        println!(
+            "rows {}{}, nnz {nnz}, mesh + space {prep_s:.3} s, plan {plan_s:.3} s, model {:.1} MB per assembly",
+            plan.nrows(),
+            if a.dirichlet { " (boundary eliminated)" } else { "" },
+            bytes / 1e6,
+        );
+        println!(
+            "{:>22} {:>9} {:>10} {:>9} {:>8} {:>5}",
+            "strategy", "first s", "ms", "Melem/s", "GB/s", "roof"
+        );
+    }
+    let base = AssemblyRecord {
+        bench: "assembly",
+        backend: format!("cpu ({} threads)", rayon::current_num_threads()),
+        precision: T::NAME.into(),
+        mesh: a.box_spec.clone(),
+        cell_type: ct.to_string(),
+        problem: format!("{:?}", a.problem).to_lowercase(),
+        order: a.order,
+        q: nq,
+        cells,
+        rows: plan.nrows(),
+        nnz,
+        element_matrix_size: n,
+        dirichlet: a.dirichlet,
+        strategy: String::new(),
+        plan_s,
+        first_s: 0.0,
+        assembly_s: 0.0,
+        melements_per_s: 0.0,
+        model_bytes: bytes,
+        gbytes_per_s: 0.0,
+        copy_gbytes_per_s: copy_gbs,
+        roofline_fraction: 0.0,
+    };
+    // the compute floor: every element matrix computed into per-task scratch, none summed
+    let floor = time_reps(a, || {
+        (0..cells).into_par_iter().for_each_init(
+            || vec![T::zero(); n * n],
+            |ke, e| {
+                op.element_matrix(e, None, ke);
+                std::hint::black_box(&ke[0]);
+            },
+        );
+        Ok(())
+    })?;
+    emit(
+        AssemblyRecord {
+            strategy: "element matrices only".into(),
+            first_s: floor.0,
+            assembly_s: floor.1,
+            melements_per_s: cells as f64 / floor.1 / 1e6,
+            // only the geometry in and nothing out: report the time, not a bandwidth
+            model_bytes: 0.0,
+            ..base.clone()
+        },
+        a,
+    )?;
+    for strategy in strategies(a.strategy) {
+        let (first, t) = time_reps(a, || {
+            plan.assemble_matrix_into(&op, None, strategy, &mut matrix)
+                .map_err(usage)
+        })?;
+        let gbs = bytes / t / 1e9;
+        emit(
+            AssemblyRecord {
+                strategy: strategy.name().into(),
+                first_s: first,
+                assembly_s: t,
+                melements_per_s: cells as f64 / t / 1e6,
+                gbytes_per_s: gbs,
+                roofline_fraction: gbs / copy_gbs,
+                ..base.clone()
+            },
+            a,
+        )?;
+    }
+    std::hint::black_box(matrix.values());
+    Ok(())
+}
+
+/// Times `f`: the first call alone, then the median of `reps` calls after `warmup` more.
+fn time_reps(
+    a: &AssemblyArgs,
+    mut f: impl FnMut() -> Result<(), CliError>,
+) -> Result<(f64, f64), CliError> {
+    let t = Instant::now();
+    f()?;
+    let first = t.elapsed().as_secs_f64();
+    for _ in 0..a.warmup {
+        f()?;
+    }
+    let mut times = Vec::with_capacity(a.reps);
+    for _ in 0..a.reps {
+        let t = Instant::now();
+        f()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok((first, median(&times)))
+}
+
+fn emit(r: AssemblyRecord, a: &AssemblyArgs) -> Result<(), CliError> {
+    if let Some(path) = &a.record {
+        ferrofem_io::append_json_line(path, &r)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(());
+    }
+    let (gbs, roof) = if r.model_bytes > 0.0 {
+        (
+            format!("{:.2}", r.gbytes_per_s),
+            format!("{:.0}%", 100.0 * r.roofline_fraction),
+        )
+    } else {
+        ("-".into(), "-".into())
+    };
+    println!(
+        "{:>22} {:>9.3} {:>10.3} {:>9.3} {:>8} {:>5}",
+        r.strategy,
+        r.first_s,
+        r.assembly_s * 1e3,
+        r.melements_per_s,
+        gbs,
+        roof
+    );
+    Ok(())
+}

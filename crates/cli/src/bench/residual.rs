@@ -1,0 +1,467 @@
+//! `ferrofem bench residual`: residual evaluation of a pointwise form on a perturbed simplex
+//! box (the setting of Knepley, Rupp & Terrel 2016): time per evaluation (median after
+//! warm-up), cells/s, GF/s by the paper's flop count (eq. 3.5), GB/s by its byte model
+//! (eq. 3.4, for the element kernel with element vectors in and out, and for the assembled
+//! global residual; see [`ferrofem_operator::ResidualModel`]), and each as a fraction of the
+//! copy bandwidth measured in the same process.
+//!
+//! The physics carry no forcing (the residual is `Σ_e Eᵀ Dᵀ W f1(∇u)`, as in the paper's
+//! benchmark). The quadrature rule is by default the one that integrates the stiffness
+//! exactly on affine cells (degree `2(p − 1)`, plus 1 for a P1 coefficient): one point for
+//! P1, as in the paper.
+
+use super::bp::Precision;
+use super::median;
+use crate::backend::BackendArg;
+use crate::error::CliError;
+use clap::{Args, ValueEnum};
+use ferrofem_base::{CellType, Real};
+use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+use ferrofem_operator::tensor::measure_copy_bandwidth;
+use ferrofem_operator::{
+    Accumulation, AuxField, AuxLayout, FormOperator, FormOptions, Quadrature, ResidualModel,
+    ResidualShape,
+};
+use ferrofem_physics::{varcoef_kappa, Elasticity, Physics, Poisson, PoissonVarCoef};
+use ferrofem_space::H1Space;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The physics whose residual is timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ResidualPhysics {
+    /// `f1 = ∇u` (constant coefficient 1).
+    Poisson,
+    /// `f1 = a₀ ∇u` with the coefficient as an auxiliary field (`--coef`).
+    PoissonVarcoef,
+    /// Linear elasticity, `f1 = σ(u)` with λ = μ = 1 (`dim` components).
+    Elasticity,
+}
+
+impl ResidualPhysics {
+    fn name(self) -> &'static str {
+        match self {
+            ResidualPhysics::Poisson => "poisson",
+            ResidualPhysics::PoissonVarcoef => "poisson-varcoef",
+            ResidualPhysics::Elasticity => "elasticity",
+        }
+    }
+}
+
+/// How the coefficient of `poisson-varcoef` is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CoefArg {
+    /// Nodal values of the P1 space, interpolated with their gradient (the paper's
+    /// "same space as u" case, for P1).
+    P1,
+    /// One value per cell.
+    P0,
+}
+
+/// Accumulation strategies to time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AccumulationArg {
+    /// Element vectors to a buffer, then a gather by node (the default).
+    ElementVectors,
+    /// One L-vector per thread, then a parallel reduction.
+    PerThread,
+    /// Colour classes in sequence, writing directly.
+    Coloring,
+    /// All three.
+    All,
+}
+
+/// Options of `ferrofem bench residual`.
+#[derive(Args, Debug, Clone)]
+pub struct ResidualArgs {
+    /// Spatial dimension: 2 (triangles) or 3 (tetrahedra).
+    #[arg(long, default_value_t = 3)]
+    dim: usize,
+    /// The physics.
+    #[arg(long, value_enum, default_value_t = ResidualPhysics::Poisson)]
+    physics: ResidualPhysics,
+    /// Polynomial order of the solution space.
+    #[arg(long, default_value_t = 1)]
+    order: usize,
+    /// Scalar type.
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Approximate number of cells (the box is sized to come close).
+    #[arg(long, default_value_t = 1e6)]
+    cells: f64,
+    /// Where to run (the GPU residual kernel is not wired in yet).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
+    /// Storage of the `poisson-varcoef` coefficient.
+    #[arg(long, value_enum, default_value_t = CoefArg::P1)]
+    coef: CoefArg,
+    /// Quadrature degree (default: exact for the stiffness on affine cells).
+    #[arg(long)]
+    qdegree: Option<usize>,
+    /// Accumulation strategy (or all).
+    #[arg(long, value_enum, default_value_t = AccumulationArg::ElementVectors)]
+    accumulation: AccumulationArg,
+    /// Perturbation of interior vertices (fraction of the grid spacing).
+    #[arg(long, default_value_t = 0.2)]
+    perturb: f64,
+    /// Timed evaluations (median reported).
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Untimed evaluations first.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Print JSON records (one per line) instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Append JSON records to this file as well.
+    #[arg(long, value_name = "FILE.jsonl")]
+    record: Option<std::path::PathBuf>,
+}
+
+/// One measured configuration.
+#[derive(Serialize, Clone, Debug)]
+pub struct ResidualRecord {
+    bench: &'static str,
+    backend: String,
+    precision: String,
+    physics: String,
+    coef: Option<String>,
+    cell_type: String,
+    dim: usize,
+    order: usize,
+    q: usize,
+    cells: usize,
+    dofs: usize,
+    accumulation: String,
+    setup_s: f64,
+    residual_s: f64,
+    cells_per_s: f64,
+    gdofs_per_s: f64,
+    model_flops: f64,
+    model_bytes_element_vectors: f64,
+    model_bytes_global: f64,
+    gflops_per_s: f64,
+    gbytes_per_s_element_vectors: f64,
+    gbytes_per_s_global: f64,
+    copy_gbytes_per_s: f64,
+    roofline_fraction_element_vectors: f64,
+    roofline_fraction_global: f64,
+}
+
+/// The mesh, space and coefficient of one benchmark run.
+struct Setup {
+    mesh: Mesh,
+    space: H1Space,
+    /// Coefficient space and values (P1), or cell values (P0), for `poisson-varcoef`.
+    coef_space: Option<H1Space>,
+    coef_values: Vec<f64>,
+    qdegree: usize,
+    prep_s: f64,
+}
+
+impl Setup {
+    fn options(&self, a: &ResidualArgs) -> FormOptions<'_> {
+        let aux = match (a.physics, &self.coef_space) {
+            (ResidualPhysics::PoissonVarcoef, Some(space)) => AuxField::Nodal {
+                space,
+                values: &self.coef_values,
+            },
+            (ResidualPhysics::PoissonVarcoef, None) => AuxField::Cellwise {
+                ncomp: 1,
+                values: &self.coef_values,
+            },
+            _ => AuxField::None,
+        };
+        FormOptions {
+            quadrature: Quadrature::Degree(self.qdegree),
+            aux,
+            ..FormOptions::default()
+        }
+    }
+
+    fn aux_layout(&self, a: &ResidualArgs) -> (usize, AuxLayout, usize) {
+        match (a.physics, &self.coef_space) {
+            (ResidualPhysics::PoissonVarcoef, Some(s)) => (
+                1,
+                AuxLayout::Nodal {
+                    nodes_per_cell: s.element().num_nodes(),
+                },
+                s.num_nodes(),
+            ),
+            (ResidualPhysics::PoissonVarcoef, None) => (1, AuxLayout::Cellwise, 0),
+            _ => (0, AuxLayout::None, 0),
+        }
+    }
+}
+
+fn setup(a: &ResidualArgs) -> Result<Setup, CliError> {
+    let t = Instant::now();
+    let ct = match a.dim {
+        2 => CellType::Triangle,
+        3 => CellType::Tetrahedron,
+        d => {
+            return Err(CliError::Usage(format!(
+                "--dim {d}: the residual benchmark runs on triangles (2) or tetrahedra (3)"
+            )))
+        }
+    };
+    if !(a.cells >= 1.0 && a.cells.is_finite()) {
+        return Err(CliError::Usage(format!(
+            "--cells {}: give a positive number of cells",
+            a.cells
+        )));
+    }
+    // triangles: 2 n^2 cells; tetrahedra: 6 n^3
+    let n = if a.dim == 2 {
+        (a.cells / 2.0).sqrt()
+    } else {
+        (a.cells / 6.0).cbrt()
+    };
+    let n = (n.round() as usize).max(1);
+    let mut spec = BoxSpec::unit(ct, &vec![n; a.dim]);
+    spec.perturb = a.perturb;
+    spec.seed = 1;
+    let mesh = generate_box(&spec)?;
+    let ncomp = match a.physics {
+        ResidualPhysics::Elasticity => a.dim,
+        _ => 1,
+    };
+    let space = H1Space::new(&mesh, a.order, ncomp)?;
+    let varcoef = a.physics == ResidualPhysics::PoissonVarcoef;
+    let (coef_space, coef_values) = match (varcoef, a.coef) {
+        (true, CoefArg::P1) => {
+            let s = H1Space::new(&mesh, 1, 1)?;
+            let v = s.interpolate(|x, out| out[0] = varcoef_kappa(x));
+            (Some(s), v)
+        }
+        (true, CoefArg::P0) => {
+            let d = a.dim;
+            let nv = ct.num_vertices();
+            let v = (0..mesh.num_cells())
+                .map(|c| {
+                    let mut x = [0.0; 3];
+                    for &vid in mesh.cell(c) {
+                        for (k, xk) in x.iter_mut().enumerate().take(d) {
+                            *xk += mesh.vertex(vid as usize)[k] / nv as f64;
+                        }
+                    }
+                    varcoef_kappa(&x[..d])
+                })
+                .collect();
+            (None, v)
+        }
+        (false, _) => (None, Vec::new()),
+    };
+    let coef_order = usize::from(varcoef && a.coef == CoefArg::P1);
+    let qdegree = a.qdegree.unwrap_or(2 * (a.order - 1) + coef_order);
+    Ok(Setup {
+        mesh,
+        space,
+        coef_space,
+        coef_values,
+        qdegree,
+        prep_s: t.elapsed().as_secs_f64(),
+    })
+}
+
+fn strategies(a: AccumulationArg) -> Vec<Accumulation> {
+    match a {
+        AccumulationArg::ElementVectors => vec![Accumulation::ElementVectors],
+        AccumulationArg::PerThread => vec![Accumulation::PerThread],
+        AccumulationArg::Coloring => vec![Accumulation::Coloring],
+        AccumulationArg::All => Accumulation::ALL.to_vec(),
+    }
+}
+
+fn random_vec(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+/// Runs `ferrofem bench residual`.
+pub fn run(a: ResidualArgs) -> Result<(), CliError> {
+    match a.backend {
+        BackendArg::Cpu => {}
+        BackendArg::Auto => eprintln!("note: the GPU residual kernel is not available yet; running on the CPU"),
+        BackendArg::Cuda => {
+            return Err(CliError::Usage(
+                "bench residual: the GPU residual kernel is not available yet; use --backend cpu"
+                    .into(),
+            ))
+        }
+    }
+    if a.order == 0 {
+        return Err(CliError::Usage("--order must be at least 1".into()));
+    }
+    if a.reps == 0 {
+        return Err(CliError::Usage("--reps must be at least 1".into()));
+    }
+    let copy_gbs = measure_copy_bandwidth(1 << 29, 0);
+    let st = setup(&a)?;
+    let precision = match a.precision {
+        Precision::F64 => "f64",
+        Precision::F32 => "f32",
+    };
+    if !a.json {
+        println!(
+            "residual of {} (P{}{}) on {} perturbed {}s, cpu ({} threads, {precision}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
+            a.physics.name(),
+            a.order,
+            match (a.physics, a.coef) {
+                (ResidualPhysics::PoissonVarcoef, CoefArg::P1) => ", P1 coefficient",
+                (ResidualPhysics::PoissonVarcoef, CoefArg::P0) => ", P0 coefficient",
+                _ => "",
+            },
+            st.mesh.num_cells(),
+            st.mesh.cell_type(),
+            rayon::current_num_threads(),
+        );
+        println!(
+            "{:>16} {:>9} {:>9} {:>3} {:>9} {:>9} {:>7} {:>8} {:>5} {:>8} {:>5}",
+            "accumulation",
+            "cells",
+            "dofs",
+            "q",
+            "ms",
+            "Mcell/s",
+            "GF/s",
+            "GB/s el",
+            "roof",
+            "GB/s gl",
+            "roof"
+        );
+    }
+    for acc in strategies(a.accumulation) {
+        let rec = match a.precision {
+            Precision::F64 => dispatch::<f64>(&st, &a, acc, copy_gbs)?,
+            Precision::F32 => dispatch::<f32>(&st, &a, acc, copy_gbs)?,
+        };
+        emit(&rec, &a)?;
+    }
+    Ok(())
+}
+
+fn dispatch<T: Real>(
+    st: &Setup,
+    a: &ResidualArgs,
+    acc: Accumulation,
+    copy_gbs: f64,
+) -> Result<ResidualRecord, CliError> {
+    let d = a.dim;
+    let e = |e: ferrofem_physics::PhysicsError| CliError::Usage(e.to_string());
+    match a.physics {
+        ResidualPhysics::Poisson => measure::<T, _>(st, a, acc, copy_gbs, Poisson::new(d, 1.0, None).map_err(e)?),
+        ResidualPhysics::PoissonVarcoef => {
+            measure::<T, _>(st, a, acc, copy_gbs, PoissonVarCoef::new(d, None).map_err(e)?)
+        }
+        ResidualPhysics::Elasticity => {
+            measure::<T, _>(st, a, acc, copy_gbs, Elasticity::new(d, 1.0, 1.0, None).map_err(e)?)
+        }
+    }
+}
+
+fn measure<T: Real, P: Physics<T>>(
+    st: &Setup,
+    a: &ResidualArgs,
+    acc: Accumulation,
+    copy_gbs: f64,
+    physics: P,
+) -> Result<ResidualRecord, CliError> {
+    let t0 = Instant::now();
+    let mut op = FormOperator::<T, P>::with_options(&st.mesh, &st.space, physics, st.options(a))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    op.set_accumulation(&st.mesh, acc);
+    let setup_s = t0.elapsed().as_secs_f64() + st.prep_s;
+    let u: Vec<T> = random_vec(op.num_dofs(), 7).into_iter().map(T::of).collect();
+    let mut r = vec![T::zero(); u.len()];
+    for _ in 0..a.warmup {
+        op.residual(&u, &mut r);
+    }
+    let times: Vec<f64> = (0..a.reps)
+        .map(|_| {
+            let t = Instant::now();
+            op.residual(&u, &mut r);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    std::hint::black_box(&r);
+    let t = median(&times);
+    let (naux, aux, aux_nodes) = st.aux_layout(a);
+    let shape = ResidualShape::new(
+        a.dim,
+        op.ncomp(),
+        st.space.element().num_nodes(),
+        op.rule().len(),
+        naux,
+        aux,
+        T::BYTES,
+    );
+    let cells = st.mesh.num_cells();
+    let model = ResidualModel::new(&shape, cells, op.num_dofs(), aux_nodes);
+    let (me, mg) = (model.element_vectors(), model.global());
+    Ok(ResidualRecord {
+        bench: "residual",
+        backend: format!("cpu ({} threads)", rayon::current_num_threads()),
+        precision: T::NAME.into(),
+        physics: a.physics.name().into(),
+        coef: (a.physics == ResidualPhysics::PoissonVarcoef).then(|| {
+            match a.coef {
+                CoefArg::P1 => "p1",
+                CoefArg::P0 => "p0",
+            }
+            .to_string()
+        }),
+        cell_type: st.mesh.cell_type().to_string(),
+        dim: a.dim,
+        order: a.order,
+        q: shape.nq,
+        cells,
+        dofs: op.num_dofs(),
+        accumulation: op.accumulation().name().into(),
+        setup_s,
+        residual_s: t,
+        cells_per_s: cells as f64 / t,
+        gdofs_per_s: op.num_dofs() as f64 / t / 1e9,
+        model_flops: model.flops,
+        model_bytes_element_vectors: model.bytes_element_vectors,
+        model_bytes_global: model.bytes_global,
+        gflops_per_s: me.gflops_per_s(t),
+        gbytes_per_s_element_vectors: me.gbytes_per_s(t),
+        gbytes_per_s_global: mg.gbytes_per_s(t),
+        copy_gbytes_per_s: copy_gbs,
+        roofline_fraction_element_vectors: me.roofline_fraction(t, copy_gbs),
+        roofline_fraction_global: mg.roofline_fraction(t, copy_gbs),
+    })
+}
+
+fn emit(r: &ResidualRecord, a: &ResidualArgs) -> Result<(), CliError> {
+    if let Some(path) = &a.record {
+        ferrofem_io::append_json_line(path, r)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    println!(
+        "{:>16} {:>9} {:>9} {:>3} {:>9.3} {:>9.2} {:>7.2} {:>8.2} {:>4.0}% {:>8.2} {:>4.0}%",
+        r.accumulation,
+        r.cells,
+        r.dofs,
+        r.q,
+        r.residual_s * 1e3,
+        r.cells_per_s / 1e6,
+        r.gflops_per_s,
+        r.gbytes_per_s_element_vectors,
+        100.0 * r.roofline_fraction_element_vectors,
+        r.gbytes_per_s_global,
+        100.0 * r.roofline_fraction_global,
+    );
+    Ok(())
+}
