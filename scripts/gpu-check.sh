@@ -41,15 +41,9 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
     bench bp3 --backend cuda --order 7 --geo stored --precision f32
     ;;
-  v3)
-    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8; done
-    for bp in bp1 bp3 bp3.5; do
-      for shape in "1 2" "2 2" "2 4" "4 2" "4 4"; do
-        set -- $shape
-        bench $bp --backend cuda --order 7 --elems-per-block $1 --min-blocks $2 --reps 10
-      done
-    done
-    bench bp3.5 --backend cuda --order 7 --numbering natural --reps 10
+  v4)
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo-load both; done
+    bench bp3.5 --backend cuda --order 3..8 --geo stored --elems-per-block 1 --geo-load both
     ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
@@ -72,7 +66,7 @@ for r in rows:
     extra = ""
     if r.get("solve_iterations"):
         extra = f"  PCG {r['solve_iterations']} it, {r['solve_dof_iters_per_s']/1e9:.1f} GDOF*it/s"
-    print(f"{r['bench']:6} {r['backend'][:4]:4} {r.get('kernel','')[:6]:6} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
+    print(f"{r['bench']:6} {r['backend'][:4]:4} {r.get('kernel','')[:22]:22} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
           f"{r['gdofs_per_s']:7.2f} GDOF/s {r['gbytes_per_s']:7.0f} GB/s {100*r['roofline_fraction']:5.1f}%  "
           f"regs={r['registers']} epb={r['elems_per_block']}{extra}")
 PY

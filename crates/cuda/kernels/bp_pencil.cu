@@ -28,12 +28,19 @@
 #else
 #define REG (N * Q * PADQ)
 #endif
-#if OP == 1
-#define WORK (3 * REG + (GEO == 1 ? VREG : 0))
-#else
-#define WORK (3 * REG + (GEO == 1 ? REG + VREG : 0))
+#ifndef GEOLOAD
+#define GEOLOAD 0
 #endif
-#define GALL (GEO == 0 ? EPB * GSTRIDE : 0)
+// stored geometry staged in shared memory by bulk copies (GEOLOAD 0) or read from global
+// memory in the pointwise phase (GEOLOAD 1)
+#define TMA_GEO (GEO == 0 && GEOLOAD == 0)
+#if OP == 1
+// BP1: the input staging (sA) and the y-contraction output (sC) have disjoint lifetimes
+#define WORK (2 * REG + (GEO == 1 ? VREG : 0))
+#else
+#define WORK (3 * REG + (TMA_GEO ? 0 : REG) + (GEO == 1 ? VREG : 0))
+#endif
+#define GALL (TMA_GEO ? EPB * GSTRIDE : 0)
 #ifndef MINB
 #define MINB 1
 #endif
@@ -63,7 +70,7 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
     return a;
 }
 
-#if GEO == 0
+#if TMA_GEO
 // One thread starts the bulk copies of the block's stored geometry; everybody syncs once.
 __device__ __forceinline__ void geometry_prefetch(const real* FF_RESTRICT geo, u32 e0, u32 nelem, real* dst, u64* bar, int tid) {
     if (tid == 0) {
@@ -90,7 +97,8 @@ __device__ __forceinline__ void geometry_wait(u64* bar) {
                      : "=r"(done) : "r"(smem_u32(bar)), "r"(0) : "memory");
     } while (!done);
 }
-#else
+#endif
+#if GEO == 1
 // Trilinear map along one z-column (x = xi, y = eta fixed): J[:,0] = P0 + P1 z,
 // J[:,1] = R0 + R1 z, J[:,2] = C2 (constant). Vertices in sv[comp * 8 + v].
 struct ColumnMap { real P0[3], P1[3], R0[3], R1[3], C2[3]; };
@@ -156,10 +164,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     const u32 e = e0 + le;
     const bool active = e < nelem;
     real* work = smem + GALL + le * WORK;
-#if GEO == 0
+#if TMA_GEO
     __shared__ __align__(8) u64 bar;
     const real* sG = smem + le * GSTRIDE;
     geometry_prefetch(geo, e0, nelem, smem, &bar, tid);
+#elif GEO == 0
+    const real* sG = geo + (size_t)(active ? e : 0) * GSTRIDE;   // read directly (GEOLOAD 1)
 #else
     real* sv = work + WORK - VREG;
     if (active)
@@ -172,7 +182,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real (*sU)[N][PADN] = (real (*)[N][PADN])work;
     real (*sR)[N][PADN] = (real (*)[N][PADN])(work + REG);
     real (*sS)[N][PADN] = (real (*)[N][PADN])(work + 2 * REG);
-#if GEO == 0
+#if TMA_GEO
     real (*sQ)[N][PADN] = (real (*)[N][PADN])(smem + le * GSTRIDE);   // after the geometry is used
 #else
     real (*sQ)[N][PADN] = (real (*)[N][PADN])(work + 3 * REG);
@@ -202,7 +212,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
     }
     __syncthreads();
-#if GEO == 0
+#if TMA_GEO
     geometry_wait(&bar);
 #endif
     real r_gt[N], r_m[N];
@@ -261,7 +271,18 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     // R2 = sC (N,Q,PADQ) / sS; (BP3) R3 = sV: the element's geometry slot once consumed.
     real (*sA)[N][PADN] = (real (*)[N][PADN])work;
     real (*sB)[N][PADQ] = (real (*)[N][PADQ])(work + REG);
+#if OP == 1
+    real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])work;   // shares R0 with sA (disjoint lifetimes)
+#if GEO == 0 && GEOLOAD == 1
+    real gW[Q];   // this column's weights, loaded before the gather
+    if (active) {
+#pragma unroll
+        for (int q = 0; q < Q; q++) gW[q] = sG[q * QQ + b * Q + a];
+    }
+#endif
+#else
     real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])(work + 2 * REG);
+#endif
     if (active && a < N && b < N) {
 #pragma unroll
         for (int k = 0; k < N; k++) {
@@ -313,7 +334,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
     }
 #if OP == 1
-#if GEO == 0
+#if TMA_GEO
     geometry_wait(&bar);
 #endif
     if (active) {
@@ -322,8 +343,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
 #pragma unroll
         for (int q = 0; q < Q; q++) {
-#if GEO == 0
+#if TMA_GEO
             rq[q] *= sG[q * QQ + b * Q + a];
+#elif GEO == 0
+            rq[q] *= gW[q];
 #else
             real G[6], wdetj;
             column_point(cm, cX[q], cW[a] * cW[b] * cW[q], G, &wdetj);
@@ -336,7 +359,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])work;
     real (*sR)[Q][PADQ] = (real (*)[Q][PADQ])(work + REG);
     real (*sS)[Q][PADQ] = (real (*)[Q][PADQ])(work + 2 * REG);
-#if GEO == 0
+#if TMA_GEO
     real (*sV)[Q][PADQ] = (real (*)[Q][PADQ])(smem + le * GSTRIDE);
 #else
     real (*sV)[Q][PADQ] = (real (*)[Q][PADQ])(work + 3 * REG);
@@ -361,7 +384,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
     }
     __syncthreads();
-#if GEO == 0
+#if TMA_GEO
     geometry_wait(&bar);
 #endif
     real rt[Q], rm[Q];

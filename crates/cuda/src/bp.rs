@@ -70,9 +70,26 @@ pub struct BpConfig {
     /// v2 only: minimum resident blocks per multiprocessor asked of the compiler (caps
     /// registers per thread); `None`: 1.
     pub min_blocks: Option<u32>,
+    /// v2 with stored geometry: read the factors directly from global memory in the
+    /// pointwise phase instead of staging them in shared memory with bulk copies.
+    pub direct_geometry: bool,
 }
 
 impl BpConfig {
+    /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
+    /// `p` (notes/gpu-bp.md, v4): v2 kernels on an interior-last space, bulk-copied stored
+    /// geometry, except BP3.5 at p = 5 and 7 (direct loads, one element per block).
+    pub fn tuned(kind: TensorKind, geo: GeoMode, p: usize) -> BpConfig {
+        let mut c = BpConfig::new(kind);
+        c.geo = geo;
+        c.interior_last = true;
+        if kind.is_collocated() && geo == GeoMode::Stored && (p == 5 || p == 7) {
+            c.direct_geometry = true;
+            c.elems_per_block = Some(1);
+        }
+        c
+    }
+
     /// Defaults for `kind`: stored geometry, default quadrature.
     pub fn new(kind: TensorKind) -> BpConfig {
         BpConfig {
@@ -83,6 +100,7 @@ impl BpConfig {
             variant: Variant::Pencil,
             interior_last: false,
             min_blocks: None,
+            direct_geometry: false,
         }
     }
 }
@@ -296,9 +314,9 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.kind.name()
         )));
     }
-    if cfg.interior_last && cfg.variant != Variant::Pencil {
+    if (cfg.interior_last || cfg.direct_geometry) && cfg.variant != Variant::Pencil {
         return Err(GpuError::Unsupported(
-            "interior-last numbering is used by the v2 (pencil) kernels only".into(),
+            "interior-last numbering and direct geometry loads exist in the v2 (pencil) kernels only".into(),
         ));
     }
     let q3 = q * q * q;
@@ -356,14 +374,15 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     };
     let spec = KernelSpec::new(
         format!(
-            "{}_{}_p{p}_q{q}_{}_e{epb}_{tag}",
+            "{}_{}_p{p}_q{q}_{}{}_e{epb}_{tag}",
             short_name(cfg.kind),
             T::NAME,
             if cfg.geo == GeoMode::Stored {
                 "stored"
             } else {
                 "otf"
-            }
+            },
+            if cfg.direct_geometry { "-direct" } else { "" }
         ),
         source,
     )
@@ -380,7 +399,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         "INTLAST",
         (cfg.interior_last && cfg.variant == Variant::Pencil) as u32,
     )
-    .define("MINB", cfg.min_blocks.unwrap_or(1));
+    .define("MINB", cfg.min_blocks.unwrap_or(1))
+    .define("GEOLOAD", cfg.direct_geometry as u32);
     Ok(BpKernel {
         spec,
         q,
@@ -411,6 +431,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         variant,
         interior_last,
         min_blocks,
+        direct_geometry: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -425,6 +446,13 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     v.push((base(kind, geo, variant, il, None, None), p, false));
                     v.push((base(kind, geo, variant, il, None, None), p, true));
                 }
+                // v2 reading stored geometry directly
+                if geo == GeoMode::Stored {
+                    let mut c = base(kind, geo, Variant::Pencil, true, None, None);
+                    c.direct_geometry = true;
+                    v.push((c, p, false));
+                    v.push((c, p, true));
+                }
                 // v2 block-shape variants (tests at a few orders)
                 if [1, 3, 7, 8].contains(&p) {
                     for epb in [1, 2] {
@@ -433,22 +461,6 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                             p,
                             false,
                         ));
-                    }
-                }
-            }
-        }
-    }
-    // occupancy sweep of the benchmarks (f64, alpha = 0)
-    for kind in [
-        TensorKind::Mass,
-        TensorKind::Diffusion { alpha: 0.0 },
-        TensorKind::CollocatedDiffusion { alpha: 0.0 },
-    ] {
-        for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
-            for p in [3, 7] {
-                for epb in [None, Some(1), Some(2), Some(4)] {
-                    for mb in [Some(2), Some(4)] {
-                        v.push((base(kind, geo, Variant::Pencil, true, epb, mb), p, false));
                     }
                 }
             }

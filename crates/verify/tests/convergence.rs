@@ -309,7 +309,10 @@ fn newton_converges_quadratically() {
         };
         let (_, stats) = solve_newton(&op, &bc, &u0, &opts).unwrap();
         let r = &stats.residual_history;
-        let mut s = format!("Newton, nonlinear diffusion, {ct} p={p} n={n}: {} iterations\n  k   |F(u_k)|      r_k+1/r_k^2   order   step\n", stats.iterations);
+        let mut s = format!(
+            "Newton, nonlinear diffusion, {ct} p={p} n={n}: {} iterations\n  k     |F(u_k)|  r_k+1/r_k^2  order  step\n",
+            stats.iterations
+        );
         for k in 0..r.len() {
             let ratio = r
                 .get(k + 1)
@@ -322,11 +325,8 @@ fn newton_converges_quadratically() {
             let step = stats
                 .step_lengths
                 .get(k)
-                .map_or("-".to_string(), |l| format!("{l}"));
-            s += &format!(
-                "{k:>3}   {:.4e}   {ratio:>12}   {order:>5}   {step}\n",
-                r[k]
-            );
+                .map_or("-".to_string(), |l| format!("{l:.3}"));
+            s += &format!("{k:>3} {:>12.4e} {ratio:>12} {order:>6}  {step}\n", r[k]);
         }
         log(&s);
         assert!(stats.converged, "{s}");
@@ -515,7 +515,12 @@ fn residual_vanishes_at_the_discrete_solution() {
     log(&s);
 }
 
-/// `f32` residuals and solutions agree with `f64` to single-precision accuracy.
+/// Relative agreement expected of `f32` with `f64` (DESIGN.md: f32 ≲ 1e-5; about 80 ε_f32).
+const F32_TOL: f64 = 1e-5;
+
+/// `f32` residuals and solutions agree with `f64` to single-precision accuracy (the
+/// solution on meshes small enough that the condition number times `ε_f32` stays below the
+/// tolerance), and the `f32` solution has the same discretisation error.
 #[test]
 fn f32_agrees_with_f64() {
     struct Residual<'a>(&'a [f64]);
@@ -551,7 +556,7 @@ fn f32_agrees_with_f64() {
         let r32 = setup.with_operator::<f32, _>(Residual(&u));
         let dr = rel_diff(&r32, &r64);
         s += &format!("  {:<60} residual {dr:.2e}", setup.name);
-        assert!(dr < 2e-6, "{}: residual f32 vs f64 {dr}", setup.name);
+        assert!(dr < F32_TOL, "{}: residual f32 vs f64 {dr}", setup.name);
         if !matches!(setup.m, Manufactured::Nonlinear { .. }) {
             let u64 = setup.with_operator::<f64, _>(Solve(&setup));
             let u32 = setup.with_operator::<f32, _>(Solve(&setup));
@@ -562,7 +567,7 @@ fn f32_agrees_with_f64() {
                 "  solution {du:.2e}  L2 error f64 {:.3e} f32 {:.3e}",
                 e64.l2, e32.l2
             );
-            assert!(du < 1e-5, "{}: solution f32 vs f64 {du}", setup.name);
+            assert!(du < F32_TOL, "{}: solution f32 vs f64 {du}", setup.name);
             assert!(
                 (e32.l2 - e64.l2).abs() <= 0.01 * e64.l2,
                 "{}: {e32:?} vs {e64:?}",

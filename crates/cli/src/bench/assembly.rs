@@ -63,7 +63,11 @@ pub enum StrategyArg {
 #[derive(Args, Debug, Clone)]
 pub struct AssemblyArgs {
     /// The mesh, e.g. `tet:32x32x32,perturb=0.2` or `hex:24x24x24,perturb=0.2`.
-    #[arg(long = "box", value_name = "SPEC", default_value = "tet:32x32x32,perturb=0.2,seed=1")]
+    #[arg(
+        long = "box",
+        value_name = "SPEC",
+        default_value = "tet:32x32x32,perturb=0.2,seed=1"
+    )]
     box_spec: String,
     /// The matrix.
     #[arg(long, value_enum, default_value_t = AssemblyProblem::Poisson)]
@@ -132,7 +136,9 @@ fn usage(e: impl std::fmt::Display) -> CliError {
 /// Runs `ferrofem bench assembly`.
 pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
     if a.order == 0 || a.reps == 0 {
-        return Err(CliError::Usage("--order and --reps must be at least 1".into()));
+        return Err(CliError::Usage(
+            "--order and --reps must be at least 1".into(),
+        ));
     }
     let spec = BoxSpec::parse(&a.box_spec)?;
     let t = Instant::now();
@@ -146,12 +152,22 @@ pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
     let copy_gbs = measure_copy_bandwidth(1 << 29, 0);
     let d = mesh.dim();
     match (a.problem, a.precision) {
-        (AssemblyProblem::Poisson, Precision::F64) => {
-            bench::<f64, _>(&mesh, &space, Poisson::new(d, 1.0, None).map_err(usage)?, &a, copy_gbs, prep_s)
-        }
-        (AssemblyProblem::Poisson, Precision::F32) => {
-            bench::<f32, _>(&mesh, &space, Poisson::new(d, 1.0, None).map_err(usage)?, &a, copy_gbs, prep_s)
-        }
+        (AssemblyProblem::Poisson, Precision::F64) => bench::<f64, _>(
+            &mesh,
+            &space,
+            Poisson::new(d, 1.0, None).map_err(usage)?,
+            &a,
+            copy_gbs,
+            prep_s,
+        ),
+        (AssemblyProblem::Poisson, Precision::F32) => bench::<f32, _>(
+            &mesh,
+            &space,
+            Poisson::new(d, 1.0, None).map_err(usage)?,
+            &a,
+            copy_gbs,
+            prep_s,
+        ),
         (AssemblyProblem::Elasticity, Precision::F64) => bench::<f64, _>(
             &mesh,
             &space,
@@ -232,7 +248,7 @@ fn bench<T: Real, P: Physics<T>>(
     let bytes = model_bytes(cells, n, mesh.dim(), nq, ct.is_simplex(), nnz, T::BYTES);
     if !a.json {
         println!(
-            "assembly of {} (order {}, {} per cell, q = {nq}) on {} ({cells} cells), cpu ({} threads, {}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
+            "assembly of {} (order {}, element matrices {}, q = {nq}) on {} ({cells} cells), cpu ({} threads, {}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
             match a.problem {
                 AssemblyProblem::Poisson => "the Laplacian",
                 AssemblyProblem::Elasticity => "elasticity",
@@ -250,8 +266,8 @@ fn bench<T: Real, P: Physics<T>>(
             bytes / 1e6,
         );
         println!(
-            "{:>22} {:>9} {:>10} {:>9} {:>8} {:>5}",
-            "strategy", "first s", "ms", "Melem/s", "GB/s", "roof"
+            "{:>22} {:>9} {:>10} {:>10} {:>8} {:>5}",
+            "strategy", "first s", "ms", "elem/s", "GB/s", "roof"
         );
     }
     let base = AssemblyRecord {
@@ -361,11 +377,11 @@ fn emit(r: AssemblyRecord, a: &AssemblyArgs) -> Result<(), CliError> {
         ("-".into(), "-".into())
     };
     println!(
-        "{:>22} {:>9.3} {:>10.3} {:>9.3} {:>8} {:>5}",
+        "{:>22} {:>9.3} {:>10.3} {:>10.3e} {:>8} {:>5}",
         r.strategy,
         r.first_s,
         r.assembly_s * 1e3,
-        r.melements_per_s,
+        r.melements_per_s * 1e6,
         gbs,
         roof
     );

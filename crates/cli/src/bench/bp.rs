@@ -57,6 +57,19 @@ pub enum KernelArg {
     Slice2d,
 }
 
+/// How the v2 kernels read stored geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GeoLoad {
+    /// Bulk-copied into shared memory at kernel start.
+    Shared,
+    /// Read from global memory where used.
+    Direct,
+    /// Measure both.
+    Both,
+    /// The measured best for the operator and order (`BpConfig::tuned`).
+    Tuned,
+}
+
 /// Dof numbering of the benchmark space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Numbering {
@@ -109,6 +122,12 @@ pub struct BpArgs {
     /// v2: minimum resident blocks per multiprocessor asked of the compiler (caps registers).
     #[arg(long)]
     min_blocks: Option<u32>,
+    /// v2, stored geometry: stage it in shared memory with bulk copies (`shared`), read it
+    /// from global memory in the pointwise phase (`direct`), measure both, or use the
+    /// measured best per operator and order (`tuned`, with the tuned block shape unless
+    /// `--elems-per-block` is given).
+    #[arg(long, value_enum, default_value_t = GeoLoad::Tuned)]
+    geo_load: GeoLoad,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -276,22 +295,40 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     let mut records = Vec::new();
     for &p in &orders {
         let prob = problem(p, &a)?;
-        for &geo in &geos {
+        let variants: Vec<(GeometryMode, bool)> = geos
+            .iter()
+            .flat_map(|&g| {
+                let loads: Vec<bool> = match (g, a.geo_load) {
+                    (GeometryMode::Stored, GeoLoad::Both) => vec![false, true],
+                    (GeometryMode::Stored, GeoLoad::Direct) => vec![true],
+                    _ => vec![false],
+                };
+                loads.into_iter().map(move |d| (g, d))
+            })
+            .collect();
+        for &(geo, direct) in &variants {
+            let mut a = a.clone();
+            a.geo_load = if direct {
+                GeoLoad::Direct
+            } else {
+                GeoLoad::Shared
+            };
+            let a = &a;
             let kind = kind_of(name, a.alpha);
             let rec = match (&backend, a.precision) {
                 (Backend::Cpu { .. }, Precision::F64) => {
-                    run_cpu::<f64>(&prob, kind, geo, copy_gbs, &a)?
+                    run_cpu::<f64>(&prob, kind, geo, copy_gbs, a)?
                 }
                 (Backend::Cpu { .. }, Precision::F32) => {
-                    run_cpu::<f32>(&prob, kind, geo, copy_gbs, &a)?
+                    run_cpu::<f32>(&prob, kind, geo, copy_gbs, a)?
                 }
                 #[cfg(feature = "cuda")]
                 (Backend::Cuda(dev), Precision::F64) => {
-                    gpu::run::<f64>(dev, &prob, kind, geo, copy_gbs, &a)?
+                    gpu::run::<f64>(dev, &prob, kind, geo, copy_gbs, a)?
                 }
                 #[cfg(feature = "cuda")]
                 (Backend::Cuda(dev), Precision::F32) => {
-                    gpu::run::<f32>(dev, &prob, kind, geo, copy_gbs, &a)?
+                    gpu::run::<f32>(dev, &prob, kind, geo, copy_gbs, a)?
                 }
             };
             let mut rec = rec;
@@ -539,7 +576,14 @@ mod gpu {
             },
             interior_last: a.kernel == KernelArg::Pencil && prob.space.skeleton_nodes().is_some(),
             min_blocks: a.min_blocks,
+            direct_geometry: a.geo_load == GeoLoad::Direct && geo == GeometryMode::Stored,
         };
+        let mut cfg = cfg;
+        if a.geo_load == GeoLoad::Tuned && a.kernel == KernelArg::Pencil && cfg.interior_last {
+            let t = BpConfig::tuned(kind, cfg.geo, prob.space.order());
+            cfg.direct_geometry = t.direct_geometry;
+            cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
+        }
         let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
         let setup = t0.elapsed().as_secs_f64();
@@ -565,9 +609,10 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}{}{}",
+            "{}{}{}{}",
             format!("{:?}", a.kernel).to_lowercase(),
             if cfg.interior_last { "+il" } else { "" },
+            if cfg.direct_geometry { "+direct" } else { "" },
             a.min_blocks.map_or(String::new(), |m| format!("+mb{m}"))
         );
         if let Some(tol) = a.solve {

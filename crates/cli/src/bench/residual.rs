@@ -289,7 +289,9 @@ fn random_vec(n: usize, seed: u64) -> Vec<f64> {
 pub fn run(a: ResidualArgs) -> Result<(), CliError> {
     match a.backend {
         BackendArg::Cpu => {}
-        BackendArg::Auto => eprintln!("note: the GPU residual kernel is not available yet; running on the CPU"),
+        BackendArg::Auto => {
+            eprintln!("note: the GPU residual kernel is not available yet; running on the CPU")
+        }
         BackendArg::Cuda => {
             return Err(CliError::Usage(
                 "bench residual: the GPU residual kernel is not available yet; use --backend cpu"
@@ -311,7 +313,7 @@ pub fn run(a: ResidualArgs) -> Result<(), CliError> {
     };
     if !a.json {
         println!(
-            "residual of {} (P{}{}) on {} perturbed {}s, cpu ({} threads, {precision}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
+            "residual of {} (P{}{}) on {} cells ({}, perturbed), cpu ({} threads, {precision}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
             a.physics.name(),
             a.order,
             match (a.physics, a.coef) {
@@ -357,13 +359,23 @@ fn dispatch<T: Real>(
     let d = a.dim;
     let e = |e: ferrofem_physics::PhysicsError| CliError::Usage(e.to_string());
     match a.physics {
-        ResidualPhysics::Poisson => measure::<T, _>(st, a, acc, copy_gbs, Poisson::new(d, 1.0, None).map_err(e)?),
-        ResidualPhysics::PoissonVarcoef => {
-            measure::<T, _>(st, a, acc, copy_gbs, PoissonVarCoef::new(d, None).map_err(e)?)
+        ResidualPhysics::Poisson => {
+            measure::<T, _>(st, a, acc, copy_gbs, Poisson::new(d, 1.0, None).map_err(e)?)
         }
-        ResidualPhysics::Elasticity => {
-            measure::<T, _>(st, a, acc, copy_gbs, Elasticity::new(d, 1.0, 1.0, None).map_err(e)?)
-        }
+        ResidualPhysics::PoissonVarcoef => measure::<T, _>(
+            st,
+            a,
+            acc,
+            copy_gbs,
+            PoissonVarCoef::new(d, None).map_err(e)?,
+        ),
+        ResidualPhysics::Elasticity => measure::<T, _>(
+            st,
+            a,
+            acc,
+            copy_gbs,
+            Elasticity::new(d, 1.0, 1.0, None).map_err(e)?,
+        ),
     }
 }
 
@@ -379,7 +391,10 @@ fn measure<T: Real, P: Physics<T>>(
         .map_err(|e| CliError::Usage(e.to_string()))?;
     op.set_accumulation(&st.mesh, acc);
     let setup_s = t0.elapsed().as_secs_f64() + st.prep_s;
-    let u: Vec<T> = random_vec(op.num_dofs(), 7).into_iter().map(T::of).collect();
+    let u: Vec<T> = random_vec(op.num_dofs(), 7)
+        .into_iter()
+        .map(T::of)
+        .collect();
     let mut r = vec![T::zero(); u.len()];
     for _ in 0..a.warmup {
         op.residual(&u, &mut r);
