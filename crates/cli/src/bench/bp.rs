@@ -308,11 +308,13 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
             .collect();
         for &(geo, direct) in &variants {
             let mut a = a.clone();
-            a.geo_load = if direct {
-                GeoLoad::Direct
-            } else {
-                GeoLoad::Shared
-            };
+            if a.geo_load == GeoLoad::Both {
+                a.geo_load = if direct {
+                    GeoLoad::Direct
+                } else {
+                    GeoLoad::Shared
+                };
+            }
             let a = &a;
             let kind = kind_of(name, a.alpha);
             let rec = match (&backend, a.precision) {
