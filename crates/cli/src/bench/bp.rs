@@ -336,7 +336,7 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
             let mut rec = rec;
             rec.bench = format!("{name:?}").to_lowercase().replace("bp35", "bp3.5");
             rec.backend = backend.name();
-            emit(&rec, &a)?;
+            emit(&rec, a)?;
             records.push(rec);
         }
     }

@@ -1,7 +1,9 @@
 //! `ferrofem bench`: benchmarks that print their roofline fraction beside every figure and
 //! can append JSON records.
 
+mod assembly;
 mod bp;
+mod residual;
 mod stream;
 
 use crate::error::CliError;
@@ -25,6 +27,10 @@ enum Which {
     /// BP3.5 (CEED BP5): diffusion collocated at the GLL nodes.
     #[command(name = "bp3.5", alias = "bp5", alias = "bp35")]
     Bp35(bp::BpArgs),
+    /// Residual evaluation of a pointwise form on simplices (Knepley, Rupp & Terrel 2016).
+    Residual(residual::ResidualArgs),
+    /// Global CSR assembly with each strategy of Cecka, Lew & Darve (2011).
+    Assembly(assembly::AssemblyArgs),
 }
 
 /// Runs `ferrofem bench ...`.
@@ -34,6 +40,8 @@ pub fn run(a: BenchArgs) -> Result<(), CliError> {
         Which::Bp1(a) => bp::run(bp::BpName::Bp1, a),
         Which::Bp3(a) => bp::run(bp::BpName::Bp3, a),
         Which::Bp35(a) => bp::run(bp::BpName::Bp35, a),
+        Which::Residual(a) => residual::run(a),
+        Which::Assembly(a) => assembly::run(a),
     }
 }
 

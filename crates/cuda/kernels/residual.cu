@@ -1,0 +1,397 @@
+// Residual evaluation (and Jacobian action) of a pointwise weak form on simplices
+// (Knepley, Rupp & Terrel 2016): r = sum_e E^T [B^T W f0(u, grad u, a) + D^T W f1(...)].
+//
+// Strategies (STRATEGY):
+//   0  thread transposition (the paper's kernel): a block takes a batch of NBC = NBL * NBS
+//      cells (NBS = lcm(NB, NQ)); in the quadrature phase each thread owns (cell, point)
+//      items and writes w detJ * f0/f1 into shared memory; after one barrier each thread
+//      owns (cell, basis function, component) items and reduces over the points. A block
+//      loops over NBATCH batches (the paper's chunk); the remainder is bounds-checked.
+//   1  one thread per cell (baseline);  2  one thread per basis function and component,
+//      recomputing the fields at every point from global memory (baseline).
+// Outputs (OUT): 0 element vectors, E-vector in and out [cell][comp][basis] (the paper's
+//   setting); 1 global residual, L-vectors in and out, atomicAdd; 2 global residual over a
+//   colour (no two cells of one launch share a node), plain read-modify-write.
+// JAC: 0 residual of the physics (f0, f1); 1 action of its Jacobian at u on w (g0..g3).
+// GEO: 0 stored [cell][DIM*DIM + 1] = J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and
+//      det J; 1 computed from the cell's vertex nodes (local nodes 0..DIM, whose physical
+//      coordinates are read from coords[node][DIM] through the restriction).
+// AUX: 0 none; 1 nodal in the solution's scalar space (aux[node]); 2 per cell (aux[cell]).
+// Needs (host-prepended): prelude, physics source (ff_f0..ff_g3), constant tables
+//   cPhi[NQ*NB], cDphi[(NQ*NB)*DIM] (reference gradients), cWq[NQ].
+
+#define NBT (NB * NC)
+#define NGEOC (DIM * DIM + 1)
+#ifndef NBL
+#define NBL 1
+#endif
+#ifndef NBATCH
+#define NBATCH 1
+#endif
+#ifndef STRATEGY
+#define STRATEGY 0
+#endif
+#define NBC (NBL * NBS)
+#if STRATEGY == 0
+#define NT (NBC * NC)
+#else
+#define NT 128
+#endif
+#define NF (NC + NC * DIM)
+
+__device__ __forceinline__ u32 cell_id(u32 i, u32 cell0, const u32* FF_RESTRICT cells) {
+    return cells ? cells[cell0 + i] : cell0 + i;
+}
+
+// J^{-1} and det J of cell c from its vertex nodes
+__device__ __forceinline__ void cell_geometry(u32 c, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords, real* g) {
+    real x0[DIM], J[DIM][DIM];
+    const u32 n0 = offsets[(size_t)c * NB];
+#pragma unroll
+    for (int i = 0; i < DIM; i++) x0[i] = coords[(size_t)n0 * DIM + i];
+#pragma unroll
+    for (int k = 0; k < DIM; k++) {
+        const u32 nk = offsets[(size_t)c * NB + k + 1];
+#pragma unroll
+        for (int i = 0; i < DIM; i++) J[i][k] = coords[(size_t)nk * DIM + i] - x0[i];
+    }
+#if DIM == 2
+    const real det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+    const real id = (real)1 / det;
+    g[0] = J[1][1] * id; g[1] = -J[0][1] * id; g[2] = -J[1][0] * id; g[3] = J[0][0] * id;
+    g[4] = det;
+#else
+    real C[3][3];
+    C[0][0] = J[1][1] * J[2][2] - J[1][2] * J[2][1];
+    C[0][1] = J[1][2] * J[2][0] - J[1][0] * J[2][2];
+    C[0][2] = J[1][0] * J[2][1] - J[1][1] * J[2][0];
+    C[1][0] = J[0][2] * J[2][1] - J[0][1] * J[2][2];
+    C[1][1] = J[0][0] * J[2][2] - J[0][2] * J[2][0];
+    C[1][2] = J[0][1] * J[2][0] - J[0][0] * J[2][1];
+    C[2][0] = J[0][1] * J[1][2] - J[0][2] * J[1][1];
+    C[2][1] = J[0][2] * J[1][0] - J[0][0] * J[1][2];
+    C[2][2] = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+    const real det = J[0][0] * C[0][0] + J[0][1] * C[0][1] + J[0][2] * C[0][2];
+    const real id = (real)1 / det;
+    // (J^{-1})_{k i} = C[i][k] / det
+#pragma unroll
+    for (int k = 0; k < 3; k++)
+#pragma unroll
+        for (int i = 0; i < 3; i++) g[k * 3 + i] = C[i][k] * id;
+    g[9] = det;
+#endif
+}
+
+// Fields at point q from element values ue[b*NC + c] (and the aux value), physics, and
+// the weighted flux values f[NF]: f0 (NC) then f1 (NC*DIM), times w det J.
+__device__ __forceinline__ void point_values(int q, const real* ue, const real* we, const real* g, real aval, real* f) {
+    real u[NC], du[NC * DIM];
+#if JAC
+    real v[NC], dv[NC * DIM];
+#endif
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        u[c] = 0;
+#if JAC
+        v[c] = 0;
+#endif
+#pragma unroll
+        for (int i = 0; i < DIM; i++) {
+            du[c * DIM + i] = 0;
+#if JAC
+            dv[c * DIM + i] = 0;
+#endif
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+        const real phi = cPhi[q * NB + b];
+        real gphys[DIM];
+#pragma unroll
+        for (int i = 0; i < DIM; i++) {
+            real s = 0;
+#pragma unroll
+            for (int k = 0; k < DIM; k++) s += g[k * DIM + i] * cDphi[(q * NB + b) * DIM + k];
+            gphys[i] = s;
+        }
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            const real ub = ue[b * NC + c];
+            u[c] += phi * ub;
+#pragma unroll
+            for (int i = 0; i < DIM; i++) du[c * DIM + i] += gphys[i] * ub;
+#if JAC
+            const real vb = we[b * NC + c];
+            v[c] += phi * vb;
+#pragma unroll
+            for (int i = 0; i < DIM; i++) dv[c * DIM + i] += gphys[i] * vb;
+#endif
+        }
+    }
+    const real x[3] = {0, 0, 0};
+    real a[1] = {aval};
+    real da[DIM];
+#pragma unroll
+    for (int i = 0; i < DIM; i++) da[i] = 0;
+    const real wdetj = cWq[q] * g[DIM * DIM];
+#if JAC == 0
+#pragma unroll
+    for (int k = 0; k < NF; k++) f[k] = 0;
+#if HAS_F0
+    ff_f0(x, u, du, a, da, f);
+#endif
+#if HAS_F1
+    ff_f1(x, u, du, a, da, f + NC);
+#endif
+#else
+    real t0[NC], t1[NC * DIM];
+#pragma unroll
+    for (int k = 0; k < NC; k++) t0[k] = 0;
+#pragma unroll
+    for (int k = 0; k < NC * DIM; k++) t1[k] = 0;
+#if HAS_G0
+    { real g0[NC * NC]; ff_g0(x, u, du, a, da, g0);
+      for (int ci = 0; ci < NC; ci++) for (int cj = 0; cj < NC; cj++) t0[ci] += g0[ci * NC + cj] * v[cj]; }
+#endif
+#if HAS_G1
+    { real g1[NC * NC * DIM]; ff_g1(x, u, du, a, da, g1);
+      for (int ci = 0; ci < NC; ci++) for (int cj = 0; cj < NC; cj++) for (int l = 0; l < DIM; l++)
+        t0[ci] += g1[(ci * NC + cj) * DIM + l] * dv[cj * DIM + l]; }
+#endif
+#if HAS_G2
+    { real g2[NC * NC * DIM]; ff_g2(x, u, du, a, da, g2);
+      for (int ci = 0; ci < NC; ci++) for (int cj = 0; cj < NC; cj++) for (int k = 0; k < DIM; k++)
+        t1[ci * DIM + k] += g2[(ci * NC + cj) * DIM + k] * v[cj]; }
+#endif
+#if HAS_G3
+    { real g3[NC * NC * DIM * DIM]; ff_g3(x, u, du, a, da, g3);
+      for (int ci = 0; ci < NC; ci++) for (int cj = 0; cj < NC; cj++) for (int k = 0; k < DIM; k++) for (int l = 0; l < DIM; l++)
+        t1[ci * DIM + k] += g3[((ci * NC + cj) * DIM + k) * DIM + l] * dv[cj * DIM + l]; }
+#endif
+#pragma unroll
+    for (int k = 0; k < NC; k++) f[k] = t0[k];
+#pragma unroll
+    for (int k = 0; k < NC * DIM; k++) f[NC + k] = t1[k];
+#endif
+#pragma unroll
+    for (int k = 0; k < NF; k++) f[k] *= wdetj;
+}
+
+// B-phase reduction for basis b, component c of a cell: sum over points.
+__device__ __forceinline__ real basis_value(int b, int c, const real* fq /* [NQ][NF] */, const real* g) {
+    real acc = 0;
+#pragma unroll
+    for (int q = 0; q < NQ; q++) {
+        const real* f = fq + q * NF;
+        acc += cPhi[q * NB + b] * f[c];
+#pragma unroll
+        for (int i = 0; i < DIM; i++) {
+            real gp = 0;
+#pragma unroll
+            for (int k = 0; k < DIM; k++) gp += g[k * DIM + i] * cDphi[(q * NB + b) * DIM + k];
+            acc += gp * f[NC + c * DIM + i];
+        }
+    }
+    return acc;
+}
+
+__device__ __forceinline__ void store(real* FF_RESTRICT out, const u32* FF_RESTRICT offsets, u32 cell, int b, int c, real val) {
+#if OUT == 0
+    out[((size_t)cell * NC + c) * NB + b] = val;
+#elif OUT == 1
+    atomicAdd(out + (size_t)offsets[(size_t)cell * NB + b] * NC + c, val);
+#else
+    out[(size_t)offsets[(size_t)cell * NB + b] * NC + c] += val;
+#endif
+}
+
+// element value (b, c) of input vector x for a cell
+__device__ __forceinline__ real load_value(const real* FF_RESTRICT x, const u32* FF_RESTRICT offsets, u32 cell, int b, int c) {
+#if OUT == 0
+    return x[((size_t)cell * NC + c) * NB + b];
+#else
+    return x[(size_t)offsets[(size_t)cell * NB + b] * NC + c];
+#endif
+}
+
+__device__ __forceinline__ real load_aux(const real* FF_RESTRICT aux, const u32* FF_RESTRICT offsets, u32 cell, int b) {
+#if AUX == 1
+    return aux[offsets[(size_t)cell * NB + b]];
+#elif AUX == 2
+    return aux[cell];
+#else
+    return 0;
+#endif
+}
+
+__device__ __forceinline__ void load_geometry(u32 cell, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo, const real* FF_RESTRICT coords, real* g) {
+#if GEO == 0
+#pragma unroll
+    for (int k = 0; k < NGEOC; k++) g[k] = geo[(size_t)cell * NGEOC + k];
+#else
+    cell_geometry(cell, offsets, coords, g);
+#endif
+}
+
+// aux value at point q
+__device__ __forceinline__ real aux_at(int q, const real* ae) {
+#if AUX == 1
+    real s = 0;
+#pragma unroll
+    for (int b = 0; b < NB; b++) s += cPhi[q * NB + b] * ae[b];
+    return s;
+#elif AUX == 2
+    return ae[0];
+#else
+    return 0;
+#endif
+}
+#if AUX == 2
+#define NAE 1
+#else
+#define NAE NB
+#endif
+
+extern "C" __global__ void __launch_bounds__(NT)
+residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const u32* FF_RESTRICT offsets,
+         const real* FF_RESTRICT geo, const real* FF_RESTRICT coords, const real* FF_RESTRICT aux,
+         const real* FF_RESTRICT u, const real* FF_RESTRICT w, real* FF_RESTRICT out)
+{
+#if STRATEGY == 0
+    __shared__ real s_u[NBC * NBT];
+#if JAC
+    __shared__ real s_w[NBC * NBT];
+#endif
+    __shared__ real s_a[NBC * NAE];
+    __shared__ real s_g[NBC * NGEOC];
+    __shared__ real s_f[NBC * NQ * NF];
+    const int t = threadIdx.x;
+    for (int batch = 0; batch < NBATCH; batch++) {
+        const u32 first = (blockIdx.x * NBATCH + batch) * NBC;
+        if (first >= ncells) break;
+        const u32 nvalid = min((u32)NBC, ncells - first);
+        // loads: coefficients (coalesced over the batch), aux, geometry
+        for (int k = t; k < NBC * NBT; k += NT) {
+            const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
+            if ((u32)lc < nvalid) {
+                const u32 cell = cell_id(first + lc, cell0, cells);
+                s_u[k] = load_value(u, offsets, cell, b, c);
+#if JAC
+                s_w[k] = load_value(w, offsets, cell, b, c);
+#endif
+            }
+        }
+#if AUX
+        for (int k = t; k < NBC * NAE; k += NT) {
+            const int lc = k / NAE, b = k % NAE;
+            if ((u32)lc < nvalid) s_a[k] = load_aux(aux, offsets, cell_id(first + lc, cell0, cells), b);
+        }
+#endif
+        for (int lc = t; lc < NBC; lc += NT)
+            if ((u32)lc < nvalid) load_geometry(cell_id(first + lc, cell0, cells), offsets, geo, coords, s_g + lc * NGEOC);
+        __syncthreads();
+        // quadrature phase: (cell, point) items
+        for (int k = t; k < NBC * NQ; k += NT) {
+            const int lc = k / NQ, q = k % NQ;
+            if ((u32)lc < nvalid) {
+                real f[NF];
+#if JAC
+                point_values(q, s_u + lc * NBT, s_w + lc * NBT, s_g + lc * NGEOC, aux_at(q, s_a + lc * NAE), f);
+#else
+                point_values(q, s_u + lc * NBT, s_u, s_g + lc * NGEOC, aux_at(q, s_a + lc * NAE), f);
+#endif
+#pragma unroll
+                for (int m = 0; m < NF; m++) s_f[(lc * NQ + q) * NF + m] = f[m];
+            }
+        }
+        __syncthreads();
+        // basis phase (thread transposition): (cell, basis, component) items
+        for (int k = t; k < NBC * NBT; k += NT) {
+            const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
+            if ((u32)lc < nvalid)
+                store(out, offsets, cell_id(first + lc, cell0, cells), b, c, basis_value(b, c, s_f + lc * NQ * NF, s_g + lc * NGEOC));
+        }
+        __syncthreads();
+    }
+#elif STRATEGY == 1
+    // one thread per cell
+    const u32 i = blockIdx.x * NT + threadIdx.x;
+    if (i >= ncells) return;
+    const u32 cell = cell_id(i, cell0, cells);
+    real ue[NBT], we[NBT], ae[NAE], g[NGEOC];
+    for (int b = 0; b < NB; b++)
+        for (int c = 0; c < NC; c++) {
+            ue[b * NC + c] = load_value(u, offsets, cell, b, c);
+#if JAC
+            we[b * NC + c] = load_value(w, offsets, cell, b, c);
+#else
+            we[b * NC + c] = 0;
+#endif
+        }
+#if AUX
+    for (int b = 0; b < NAE; b++) ae[b] = load_aux(aux, offsets, cell, b);
+#else
+    ae[0] = 0;
+#endif
+    load_geometry(cell, offsets, geo, coords, g);
+    real acc[NBT];
+    for (int k = 0; k < NBT; k++) acc[k] = 0;
+    for (int q = 0; q < NQ; q++) {
+        real f[NF];
+        point_values(q, ue, we, g, aux_at(q, ae), f);
+        for (int b = 0; b < NB; b++) {
+            real gp[DIM];
+            for (int d = 0; d < DIM; d++) {
+                real s = 0;
+                for (int k = 0; k < DIM; k++) s += g[k * DIM + d] * cDphi[(q * NB + b) * DIM + k];
+                gp[d] = s;
+            }
+            for (int c = 0; c < NC; c++) {
+                real s = cPhi[q * NB + b] * f[c];
+                for (int d = 0; d < DIM; d++) s += gp[d] * f[NC + c * DIM + d];
+                acc[b * NC + c] += s;
+            }
+        }
+    }
+    for (int b = 0; b < NB; b++)
+        for (int c = 0; c < NC; c++) store(out, offsets, cell, b, c, acc[b * NC + c]);
+#else
+    // one thread per (cell, basis, component): fields recomputed at every point
+    const u32 item = blockIdx.x * NT + threadIdx.x;
+    if (item >= ncells * NBT) return;
+    const u32 i = item / NBT;
+    const int r = item % NBT, b = r / NC, c = r % NC;
+    const u32 cell = cell_id(i, cell0, cells);
+    real g[NGEOC];
+    load_geometry(cell, offsets, geo, coords, g);
+    real acc = 0;
+    for (int q = 0; q < NQ; q++) {
+        real ue[NBT], we[NBT], ae[NAE];
+        for (int bb = 0; bb < NB; bb++)
+            for (int cc = 0; cc < NC; cc++) {
+                ue[bb * NC + cc] = load_value(u, offsets, cell, bb, cc);
+#if JAC
+                we[bb * NC + cc] = load_value(w, offsets, cell, bb, cc);
+#else
+                we[bb * NC + cc] = 0;
+#endif
+            }
+#if AUX
+        for (int bb = 0; bb < NAE; bb++) ae[bb] = load_aux(aux, offsets, cell, bb);
+#else
+        ae[0] = 0;
+#endif
+        real f[NF];
+        point_values(q, ue, we, g, aux_at(q, ae), f);
+        real gp[DIM];
+        for (int d = 0; d < DIM; d++) {
+            real s = 0;
+            for (int k = 0; k < DIM; k++) s += g[k * DIM + d] * cDphi[(q * NB + b) * DIM + k];
+            gp[d] = s;
+        }
+        acc += cPhi[q * NB + b] * f[c];
+        for (int d = 0; d < DIM; d++) acc += gp[d] * f[NC + c * DIM + d];
+    }
+    store(out, offsets, cell, b, c, acc);
+#endif
+}
