@@ -45,6 +45,15 @@ case "$MODE" in
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo-load both; done
     bench bp3.5 --backend cuda --order 3..8 --geo stored --elems-per-block 1 --geo-load both
     ;;
+  res)
+    for prec in f64 f32; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
+        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+    done
+    bench residual --backend cuda --dim 3 --physics poisson-varcoef --order 2 --precision f64 --cells 2e6 --reps 10
+    ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
@@ -62,6 +71,10 @@ python3 - "$REC" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for r in rows:
+    if r.get("bench") == "residual":
+        print(f"residual {r['physics']:15} d={r['dim']} P{r['order']} {r['precision']} cells={r['cells']:.2e} {r['accumulation'][:44]:44} "
+              f"{r['residual_s']*1e3:8.3f} ms {r['gflops_per_s']:7.1f} GF/s  el {100*r['roofline_fraction_element_vectors']:5.1f}%  gl {100*r['roofline_fraction_global']:5.1f}%")
+        continue
     if "order" not in r: continue
     extra = ""
     if r.get("solve_iterations"):

@@ -15,6 +15,7 @@ pub mod compile;
 mod device;
 mod error;
 pub mod krylov;
+pub mod residual;
 pub mod sources;
 mod timing;
 mod vector;

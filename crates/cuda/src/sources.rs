@@ -15,6 +15,10 @@ pub const BP: &str = include_str!("../kernels/bp.cu");
 /// geometry (see the file's header and notes/gpu-bp.md).
 pub const BP_PENCIL: &str = include_str!("../kernels/bp_pencil.cu");
 
+/// Residual evaluation and Jacobian action of pointwise forms on simplices (thread
+/// transposition of Knepley, Rupp & Terrel 2016, and the two baselines).
+pub const RESIDUAL: &str = include_str!("../kernels/residual.cu");
+
 /// Concatenates the prelude and a kernel source.
 pub fn with_prelude(src: &str) -> String {
     let mut s = String::with_capacity(PRELUDE.len() + src.len() + 1);

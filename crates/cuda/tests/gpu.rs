@@ -373,3 +373,154 @@ fn second_device_object_loads_kernels_from_the_disk_cache() {
     assert!(s2.compiled == 0 && s2.from_disk >= 1, "{s2:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn simplex_mesh(dim: usize) -> Mesh {
+    let spec = if dim == 2 {
+        "tri:10x10,perturb=0.25,seed=3"
+    } else {
+        "tet:4x4x4,perturb=0.25,seed=3"
+    };
+    generate_box(&BoxSpec::parse(spec).unwrap()).unwrap()
+}
+
+/// Every residual configuration (strategies, outputs, geometry, precision, Jacobian
+/// action) against the CPU form operator on the same quadrature rule.
+#[test]
+fn residual_kernels_match_the_cpu_form_operator() {
+    use ferrofem_cuda::residual::{case_physics, tested_cases, Aux, GpuResidual, Output};
+    use ferrofem_operator::{AuxField, FormOperator, FormOptions, Quadrature};
+    let Some(dev) = gpu() else { return };
+    let cases = tested_cases();
+    // compile in parallel first
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .min(16);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (cases, dev) = (&cases, dev.clone());
+            s.spawn(move || {
+                for c in cases.iter().skip(t).step_by(threads) {
+                    if let Ok(k) = c.kernel() {
+                        dev.module(&k.spec).unwrap_or_else(|e| panic!("{e}"));
+                    }
+                }
+            });
+        }
+    });
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for c in &cases {
+        let mesh = simplex_mesh(c.dim);
+        let (physics, cuda, aux_kind) = case_physics(c.physics, c.dim).unwrap();
+        let ncomp = cuda.ncomp;
+        let space = H1Space::new(&mesh, c.order, ncomp).unwrap();
+        let scalar = space.with_ncomp(1).unwrap();
+        let ct = mesh.cell_type();
+        let rule = ferrofem_fe::QuadratureRule::for_degree(ct, c.qdegree).unwrap();
+        let nodal = scalar.interpolate(|x, out| out[0] = ferrofem_physics::varcoef_kappa(x));
+        let cellwise: Vec<f64> = (0..mesh.num_cells())
+            .map(|e| 1.0 + 0.3 * ((e * 7 % 11) as f64 / 11.0))
+            .collect();
+        let (aux_cpu, aux_gpu) = match aux_kind {
+            1 => (
+                AuxField::Nodal {
+                    space: &scalar,
+                    values: &nodal,
+                },
+                Aux::Nodal(&nodal),
+            ),
+            2 => (
+                AuxField::Cellwise {
+                    ncomp: 1,
+                    values: &cellwise,
+                },
+                Aux::Cellwise(&cellwise),
+            ),
+            _ => (AuxField::None, Aux::None),
+        };
+        let opts = FormOptions {
+            quadrature: Quadrature::Rule(rule.clone()),
+            aux: aux_cpu,
+            ..Default::default()
+        };
+        let cpu = FormOperator::<f64, _>::with_options(&mesh, &space, physics, opts).unwrap();
+        let u = random_vec(space.num_dofs(), 3 + c.order as u64);
+        let w = random_vec(space.num_dofs(), 5 + c.dim as u64);
+        let mut want = vec![0.0; u.len()];
+        if c.jacobian {
+            cpu.jacobian_apply(&u, &w, &mut want);
+        } else {
+            cpu.residual(&u, &mut want);
+        }
+        let r = space.restriction();
+        let to_e = |l: &[f64]| {
+            let mut e = vec![0.0; r.evec_len()];
+            r.gather(l, &mut e);
+            e
+        };
+        let run = |f32: bool| -> Result<Vec<f64>, ferrofem_cuda::GpuError> {
+            fn go<T: GpuReal>(
+                dev: &Arc<GpuDevice>,
+                mesh: &Mesh,
+                space: &H1Space,
+                cuda: &ferrofem_physics::CudaPhysics,
+                rule: &ferrofem_fe::QuadratureRule,
+                aux: Aux<'_>,
+                c: &ferrofem_cuda::residual::ResidualCase,
+                u: &[f64],
+                w: &[f64],
+            ) -> Result<Vec<f64>, ferrofem_cuda::GpuError> {
+                let op =
+                    GpuResidual::<T>::new(dev, mesh, space, cuda, rule, aux, c.cfg, c.jacobian)?;
+                let ut: Vec<T> = u.iter().map(|&x| T::of(x)).collect();
+                let wt: Vec<T> = w.iter().map(|&x| T::of(x)).collect();
+                let du = DeviceVec::from_host(dev, &ut, "u")?;
+                let dw = DeviceVec::from_host(dev, &wt, "w")?;
+                let mut out = DeviceVec::from_host(dev, &vec![T::of(f64::NAN); u.len()], "out")?;
+                if c.jacobian {
+                    op.jacobian_apply(&du, &dw, &mut out)?
+                } else {
+                    op.apply(&du, &mut out)?
+                }
+                Ok(out.to_host()?.iter().map(|x| x.as_f64()).collect())
+            }
+            if c.cfg.output == Output::ElementVectors {
+                let (ue, we) = (to_e(&u), to_e(&w));
+                let e = if f32 {
+                    go::<f32>(&dev, &mesh, &space, &cuda, &rule, aux_gpu, c, &ue, &we)?
+                } else {
+                    go::<f64>(&dev, &mesh, &space, &cuda, &rule, aux_gpu, c, &ue, &we)?
+                };
+                let mut l = vec![0.0; u.len()];
+                r.scatter_add(&e, &mut l);
+                Ok(l)
+            } else if f32 {
+                go::<f32>(&dev, &mesh, &space, &cuda, &rule, aux_gpu, c, &u, &w)
+            } else {
+                go::<f64>(&dev, &mesh, &space, &cuda, &rule, aux_gpu, c, &u, &w)
+            }
+        };
+        let got = match run(c.f32) {
+            Ok(g) => g,
+            Err(ferrofem_cuda::GpuError::Unsupported(m)) => {
+                eprintln!("unsupported {c:?}: {m}");
+                continue;
+            }
+            Err(e) => panic!("{c:?}: {e}"),
+        };
+        checked += 1;
+        let err = rel_err(&got, &want);
+        let tol = if c.f32 { 1e-5 } else { 1e-12 };
+        if err.is_nan() || err >= tol {
+            failures.push(format!("{c:?}: rel err {err:e}"));
+        }
+    }
+    eprintln!("checked {checked} residual configurations against the CPU form operator");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked > 300);
+}

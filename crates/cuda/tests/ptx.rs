@@ -135,3 +135,56 @@ fn every_bp_specialisation_compiles_for_sm90() {
         lines.len()
     );
 }
+
+/// Every residual specialisation of the GPU tests and benchmarks compiles to sm_90.
+#[test]
+fn every_residual_specialisation_compiles_for_sm90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    use ferrofem_cuda::residual::tested_cases;
+    let cases = tested_cases();
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let cases = &cases;
+                s.spawn(move || {
+                    let mut bad = Vec::new();
+                    for c in cases.iter().skip(t).step_by(threads) {
+                        let k = match c.kernel() {
+                            Ok(k) => k,
+                            Err(ferrofem_cuda::GpuError::Unsupported(m)) => {
+                                eprintln!("unsupported {c:?}: {m}");
+                                continue;
+                            }
+                            Err(e) => panic!("{e}"),
+                        };
+                        match compile_uncached(&k.spec, Target::Cubin(90)) {
+                            Ok(out) => {
+                                if out.log.lines().any(|l| {
+                                    l.contains("spill stores")
+                                        && !l.contains(" 0 bytes spill stores")
+                                }) && c.cfg.strategy
+                                    == ferrofem_cuda::residual::Strategy::Transposition
+                                {
+                                    eprintln!("spills: {}", k.spec.name);
+                                }
+                            }
+                            Err(e) => bad.push(format!("{}: {e}", k.spec.name)),
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("compile thread"))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("compiled {} residual specialisations", cases.len());
+}

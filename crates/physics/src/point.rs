@@ -116,3 +116,53 @@ pub trait Physics<T: Real>: Send + Sync {
     /// The same physics as CUDA C.
     fn cuda(&self) -> CudaPhysics;
 }
+
+/// A boxed physics is a physics (so operators can take `Box<dyn Physics<T>>` chosen at run
+/// time).
+impl<T: Real, P: Physics<T> + ?Sized> Physics<T> for Box<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn dim(&self) -> usize {
+        (**self).dim()
+    }
+    fn ncomp(&self) -> usize {
+        (**self).ncomp()
+    }
+    fn naux(&self) -> usize {
+        (**self).naux()
+    }
+    fn terms(&self) -> ResidualTerms {
+        (**self).terms()
+    }
+    fn jacobian_terms(&self) -> JacobianTerms {
+        (**self).jacobian_terms()
+    }
+    fn is_linear(&self) -> bool {
+        (**self).is_linear()
+    }
+    fn is_symmetric(&self) -> bool {
+        (**self).is_symmetric()
+    }
+    fn f0(&self, p: &Point<'_, T>, f0: &mut [T]) {
+        (**self).f0(p, f0)
+    }
+    fn f1(&self, p: &Point<'_, T>, f1: &mut [T]) {
+        (**self).f1(p, f1)
+    }
+    fn g0(&self, p: &Point<'_, T>, g0: &mut [T]) {
+        (**self).g0(p, g0)
+    }
+    fn g1(&self, p: &Point<'_, T>, g1: &mut [T]) {
+        (**self).g1(p, g1)
+    }
+    fn g2(&self, p: &Point<'_, T>, g2: &mut [T]) {
+        (**self).g2(p, g2)
+    }
+    fn g3(&self, p: &Point<'_, T>, g3: &mut [T]) {
+        (**self).g3(p, g3)
+    }
+    fn cuda(&self) -> CudaPhysics {
+        (**self).cuda()
+    }
+}

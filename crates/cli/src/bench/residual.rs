@@ -287,23 +287,23 @@ fn random_vec(n: usize, seed: u64) -> Vec<f64> {
 
 /// Runs `ferrofem bench residual`.
 pub fn run(a: ResidualArgs) -> Result<(), CliError> {
-    match a.backend {
-        BackendArg::Cpu => {}
-        BackendArg::Auto => {
-            eprintln!("note: the GPU residual kernel is not available yet; running on the CPU")
-        }
-        BackendArg::Cuda => {
-            return Err(CliError::Usage(
-                "bench residual: the GPU residual kernel is not available yet; use --backend cpu"
-                    .into(),
-            ))
-        }
+    let backend = crate::backend::select(a.backend)?;
+    if let crate::backend::Backend::Cpu {
+        fallback_reason: Some(r),
+    } = &backend
+    {
+        eprintln!("note: {r}; running on the CPU");
     }
     if a.order == 0 {
         return Err(CliError::Usage("--order must be at least 1".into()));
     }
     if a.reps == 0 {
         return Err(CliError::Usage("--reps must be at least 1".into()));
+    }
+    #[cfg(feature = "cuda")]
+    if let crate::backend::Backend::Cuda(dev) = &backend {
+        let st = setup(&a)?;
+        return gpu::run(dev, &st, &a);
     }
     let copy_gbs = measure_copy_bandwidth(1 << 29, 0);
     let st = setup(&a)?;
@@ -479,4 +479,278 @@ fn emit(r: &ResidualRecord, a: &ResidualArgs) -> Result<(), CliError> {
         100.0 * r.roofline_fraction_global,
     );
     Ok(())
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    //! The GPU path: thread transposition (autotuned blocks per batch and batches per block,
+    //! cached per device and problem class) and the two baselines, for element vectors and
+    //! the global residual.
+    use super::*;
+    use ferrofem_cuda::residual::{
+        case_physics, Aux, GpuResidual, Output, ResidualConfig, Strategy, AUTOTUNE_CANDIDATES,
+    };
+    use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
+    use ferrofem_fe::QuadratureRule;
+    use std::sync::Arc;
+
+    fn ge(e: ferrofem_cuda::GpuError) -> CliError {
+        CliError::Usage(e.to_string())
+    }
+
+    fn physics_name(a: &ResidualArgs) -> &'static str {
+        match (a.physics, a.coef) {
+            (ResidualPhysics::Poisson, _) => "poisson",
+            (ResidualPhysics::PoissonVarcoef, CoefArg::P1) => "poisson-varcoef-p1",
+            (ResidualPhysics::PoissonVarcoef, CoefArg::P0) => "poisson-varcoef-p0",
+            (ResidualPhysics::Elasticity, _) => "elasticity",
+        }
+    }
+
+    pub fn run(dev: &Arc<GpuDevice>, st: &Setup, a: &ResidualArgs) -> Result<(), CliError> {
+        let copy_gbs = ferrofem_cuda::blas::copy_bandwidth(dev, 1 << 30, 20).map_err(ge)? / 1e9;
+        if !a.json {
+            println!(
+                "residual of {} (P{}) on {} cells ({}), cuda ({}), {:?}, copy bandwidth {copy_gbs:.1} GB/s measured in this process",
+                physics_name(a),
+                a.order,
+                st.mesh.num_cells(),
+                st.mesh.cell_type(),
+                dev.name(),
+                a.precision
+            );
+            println!(
+                "{:>34} {:>9} {:>9} {:>3} {:>9} {:>9} {:>7} {:>8} {:>5}",
+                "kernel", "cells", "dofs", "q", "ms", "Mcell/s", "GF/s", "GB/s", "roof"
+            );
+        }
+        match a.precision {
+            Precision::F64 => run_t::<f64>(dev, st, a, copy_gbs),
+            Precision::F32 => run_t::<f32>(dev, st, a, copy_gbs),
+        }
+    }
+
+    fn run_t<T: GpuReal>(
+        dev: &Arc<GpuDevice>,
+        st: &Setup,
+        a: &ResidualArgs,
+        copy_gbs: f64,
+    ) -> Result<(), CliError> {
+        let name = physics_name(a);
+        let (_, cuda, aux_kind) = case_physics(name, a.dim).map_err(ge)?;
+        let ct = st.mesh.cell_type();
+        let rule = QuadratureRule::for_degree(ct, st.qdegree)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        // the GPU reads a nodal coefficient in the solution's scalar space (the paper's
+        // "same space as u"): interpolate kappa there
+        let scalar = st.space.with_ncomp(1)?;
+        let nodal = scalar.interpolate(|x, out| out[0] = varcoef_kappa(x));
+        let aux = match aux_kind {
+            1 => Aux::Nodal(&nodal),
+            2 => Aux::Cellwise(&st.coef_values),
+            _ => Aux::None,
+        };
+        let nb = st.space.element().num_nodes();
+        let (naux, layout, aux_nodes) = match aux_kind {
+            1 => (
+                1,
+                AuxLayout::Nodal { nodes_per_cell: nb },
+                scalar.num_nodes(),
+            ),
+            2 => (1, AuxLayout::Cellwise, 0),
+            _ => (0, AuxLayout::None, 0),
+        };
+        let shape = ResidualShape::new(
+            a.dim,
+            st.space.ncomp(),
+            nb,
+            rule.len(),
+            naux,
+            layout,
+            T::BYTES,
+        );
+        let cells = st.mesh.num_cells();
+        let model = ResidualModel::new(&shape, cells, st.space.num_dofs(), aux_nodes);
+        let evec = st.space.restriction().evec_len();
+        let ndofs = st.space.num_dofs();
+        let mk = |len: usize, seed| {
+            DeviceVec::from_host(
+                dev,
+                &random_vec(len, seed)
+                    .into_iter()
+                    .map(T::of)
+                    .collect::<Vec<T>>(),
+                "bench vector",
+            )
+        };
+        let (ue, ul) = (mk(evec, 7).map_err(ge)?, mk(ndofs, 7).map_err(ge)?);
+        let (mut oe, mut ol) = (mk(evec, 9).map_err(ge)?, mk(ndofs, 9).map_err(ge)?);
+        let time = |cfg: ResidualConfig,
+                    reps: usize,
+                    oe: &mut DeviceVec<T>,
+                    ol: &mut DeviceVec<T>|
+         -> Result<(f64, (usize, usize)), CliError> {
+            let op = GpuResidual::<T>::new(dev, &st.mesh, &st.space, &cuda, &rule, aux, cfg, false)
+                .map_err(ge)?;
+            let t = if cfg.output == Output::ElementVectors {
+                op.time(&ue, oe, a.warmup, reps)
+            } else {
+                op.time(&ul, ol, a.warmup, reps)
+            }
+            .map_err(ge)?;
+            Ok((t, op.shape()))
+        };
+        let mut configs: Vec<(String, ResidualConfig)> = Vec::new();
+        for output in [
+            Output::ElementVectors,
+            Output::GlobalAtomic,
+            Output::GlobalColored,
+        ] {
+            // autotune the transposition kernel's batch shape for this class, cached
+            let key = format!(
+                "residual|{}|{}|{}|d{}|p{}|q{}|{:?}",
+                dev.name(),
+                T::NAME,
+                name,
+                a.dim,
+                a.order,
+                rule.len(),
+                output
+            );
+            let best = match crate::autotune::lookup(&key) {
+                Some(v) if v.len() == 2 => (v[0], v[1]),
+                _ => {
+                    let mut best = (f64::INFINITY, (4, 2));
+                    for (nbl, nbatch) in AUTOTUNE_CANDIDATES {
+                        let cfg = ResidualConfig {
+                            output,
+                            blocks_per_batch: nbl,
+                            batches: nbatch,
+                            ..ResidualConfig::new()
+                        };
+                        if let Ok((t, _)) = time(cfg, 5, &mut oe, &mut ol) {
+                            if t < best.0 {
+                                best = (t, (nbl, nbatch));
+                            }
+                        }
+                    }
+                    crate::autotune::store(&key, vec![best.1 .0, best.1 .1]);
+                    best.1
+                }
+            };
+            configs.push((
+                format!("transposition-{}", out_name(output)),
+                ResidualConfig {
+                    output,
+                    blocks_per_batch: best.0,
+                    batches: best.1,
+                    ..ResidualConfig::new()
+                },
+            ));
+            if output != Output::GlobalColored {
+                for strategy in [Strategy::ThreadPerCell, Strategy::ThreadPerBasis] {
+                    configs.push((
+                        format!(
+                            "{}-{}",
+                            if strategy == Strategy::ThreadPerCell {
+                                "per-cell"
+                            } else {
+                                "per-basis"
+                            },
+                            out_name(output)
+                        ),
+                        ResidualConfig {
+                            strategy,
+                            output,
+                            ..ResidualConfig::new()
+                        },
+                    ));
+                }
+            }
+        }
+        for (label, cfg) in configs {
+            let (t, (threads, nbc)) = time(cfg, a.reps, &mut oe, &mut ol)?;
+            let m = if cfg.output == Output::ElementVectors {
+                model.element_vectors()
+            } else {
+                model.global()
+            };
+            let label = if cfg.strategy == Strategy::Transposition {
+                format!(
+                    "{label}(b{},n{},{}t,{}c)",
+                    cfg.blocks_per_batch, cfg.batches, threads, nbc
+                )
+            } else {
+                label
+            };
+            let rec = ResidualRecord {
+                bench: "residual",
+                backend: format!("cuda ({})", dev.name()),
+                precision: T::NAME.into(),
+                physics: a.physics.name().into(),
+                coef: (a.physics == ResidualPhysics::PoissonVarcoef).then(|| match a.coef {
+                    CoefArg::P1 => "p1".to_string(),
+                    CoefArg::P0 => "p0".to_string(),
+                }),
+                cell_type: st.mesh.cell_type().to_string(),
+                dim: a.dim,
+                order: a.order,
+                q: rule.len(),
+                cells,
+                dofs: ndofs,
+                accumulation: label,
+                setup_s: st.prep_s,
+                residual_s: t,
+                cells_per_s: cells as f64 / t,
+                gdofs_per_s: ndofs as f64 / t / 1e9,
+                model_flops: model.flops,
+                model_bytes_element_vectors: model.bytes_element_vectors,
+                model_bytes_global: model.bytes_global,
+                gflops_per_s: m.gflops_per_s(t),
+                gbytes_per_s_element_vectors: model.element_vectors().gbytes_per_s(t),
+                gbytes_per_s_global: model.global().gbytes_per_s(t),
+                copy_gbytes_per_s: copy_gbs,
+                roofline_fraction_element_vectors: model
+                    .element_vectors()
+                    .roofline_fraction(t, copy_gbs),
+                roofline_fraction_global: model.global().roofline_fraction(t, copy_gbs),
+            };
+            if let Some(path) = &a.record {
+                ferrofem_io::append_json_line(path, &rec)?;
+            }
+            if a.json {
+                println!("{}", serde_json::to_string(&rec)?);
+            } else {
+                let (gbs, frac) = if cfg.output == Output::ElementVectors {
+                    (
+                        rec.gbytes_per_s_element_vectors,
+                        rec.roofline_fraction_element_vectors,
+                    )
+                } else {
+                    (rec.gbytes_per_s_global, rec.roofline_fraction_global)
+                };
+                println!(
+                    "{:>34} {:>9} {:>9} {:>3} {:>9.3} {:>9.1} {:>7.1} {:>8.1} {:>4.0}%",
+                    rec.accumulation,
+                    rec.cells,
+                    rec.dofs,
+                    rec.q,
+                    t * 1e3,
+                    rec.cells_per_s / 1e6,
+                    rec.gflops_per_s,
+                    gbs,
+                    100.0 * frac
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn out_name(o: Output) -> &'static str {
+        match o {
+            Output::ElementVectors => "element-vectors",
+            Output::GlobalAtomic => "global-atomic",
+            Output::GlobalColored => "global-colored",
+        }
+    }
 }
