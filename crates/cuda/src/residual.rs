@@ -264,6 +264,13 @@ pub fn residual_kernel<T: GpuReal>(
     })
 }
 
+/// Cells grouped by colour on the device, and each colour's (start, count).
+type ColorLaunches = (DeviceVec<u32>, Vec<(u32, u32)>);
+
+/// A test physics: its CPU half, its CUDA half and its auxiliary-field kind (0 none, 1
+/// nodal, 2 per cell).
+pub type CasePhysics = (Box<dyn ferrofem_physics::Physics<f64>>, CudaPhysics, u32);
+
 /// A residual (and Jacobian-action) operator on the GPU for one mesh, space and physics.
 pub struct GpuResidual<T: GpuReal> {
     dev: Arc<GpuDevice>,
@@ -277,7 +284,7 @@ pub struct GpuResidual<T: GpuReal> {
     geo: DeviceVec<T>,
     coords: DeviceVec<T>,
     aux: DeviceVec<T>,
-    colors: Option<(DeviceVec<u32>, Vec<(u32, u32)>)>,
+    colors: Option<ColorLaunches>,
 }
 
 impl<T: GpuReal> GpuResidual<T> {
@@ -529,10 +536,7 @@ impl<T: GpuReal> GpuResidual<T> {
 
 /// A physics of the residual tests and benchmarks, without forcing (the load vector is
 /// assembled apart), with its CPU half for the twin.
-pub fn case_physics(
-    name: &str,
-    dim: usize,
-) -> Result<(Box<dyn ferrofem_physics::Physics<f64>>, CudaPhysics, u32), GpuError> {
+pub fn case_physics(name: &str, dim: usize) -> Result<CasePhysics, GpuError> {
     use ferrofem_physics::{Elasticity, NonlinearDiffusion, Physics, Poisson, PoissonVarCoef};
     let err = |e: ferrofem_physics::PhysicsError| GpuError::Unsupported(e.to_string());
     Ok(match name {
