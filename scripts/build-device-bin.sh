@@ -9,7 +9,7 @@ mkdir -p .device-bin/tests
 rm -f .device-bin/tests/*
 cp target/release/ferrofem .device-bin/ferrofem
 # GPU test executables (cargo prints their paths as JSON artifacts)
-cargo test --release --no-run -p ferrofem-cuda --message-format=json 2>/dev/null \
+cargo test --release --no-run -p ferrofem-cuda -p ferrofem-cli --message-format=json 2>/dev/null \
   | python3 -c '
 import json, sys, shutil
 for line in sys.stdin:
@@ -17,7 +17,7 @@ for line in sys.stdin:
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         name = m["target"]["name"]
-        if name in ("gpu",):
+        if name in ("gpu", "gpu_solve"):
             shutil.copy(m["executable"], ".device-bin/tests/" + name)
             print("test binary:", name)
 '

@@ -54,6 +54,27 @@ case "$MODE" in
     done
     bench residual --backend cuda --dim 3 --physics poisson-varcoef --order 2 --precision f64 --cells 2e6 --reps 10
     ;;
+  final)
+    for prec in f64 f32; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+      bench residual --backend cuda --dim 3 --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
+    done
+    bench residual --backend cuda --dim 2 --physics elasticity --order 1 --precision f64 --cells 1.2e7 --reps 10
+    echo "== solves (GPU, then CPU for comparison)"
+    for args in "--problem poisson --box hex:32x32x32,perturb=0.2 --order 3" \
+                "--problem elasticity --box tet:24x24x24,perturb=0.2 --order 2" \
+                "--problem poisson-varcoef tests/data/gmsh/box_tet_v41_binary.msh --dirichlet xmin,ymin --order 2"; do
+      for be in cuda cpu; do
+        echo "-- ferrofem solve $args --solver pcg --backend $be"
+        "$BIN/ferrofem" solve $args --solver pcg --backend $be --json | tee -a "$OUT/solve.jsonl"
+      done
+    done
+    echo "== kernel cache: the second run compiles nothing"
+    bench bp3.5 --backend cuda --order 7 --geo stored --reps 5
+    bench bp3.5 --backend cuda --order 7 --geo stored --reps 5
+    ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1

@@ -8,6 +8,8 @@
 //! - [`progress`]: the progress spinner of long runs.
 //! - [`pipeline_error`]: the one error type of all of the above.
 
+#[cfg(feature = "cuda")]
+mod gpu_solve;
 pub mod linear_system;
 pub mod pipeline_error;
 pub mod problem;

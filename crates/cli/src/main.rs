@@ -1,6 +1,7 @@
 //! The `ferrofem` command line: mesh summaries, PDE solves, matrix export and benchmarks.
 
 mod assemble_cmd;
+#[cfg(feature = "cuda")]
 mod autotune;
 mod backend;
 mod bench;

@@ -79,7 +79,7 @@ impl SolverKind {
 }
 
 /// How to solve (independent of the problem).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SolveSettings {
     /// The linear solver; `None` picks [`SolveSettings::solver_for`]'s default.
     pub solver: Option<SolverKind>,
@@ -90,16 +90,21 @@ pub struct SolveSettings {
     pub rtol: Option<f64>,
     /// Iteration limit of the Krylov solve.
     pub max_iter: usize,
+    /// Run the linear solve on this GPU (every Krylov vector on the device).
+    #[cfg(feature = "cuda")]
+    pub device: Option<std::sync::Arc<ferrofem_cuda::GpuDevice>>,
 }
 
 impl Default for SolveSettings {
-    /// Default solver, f64, default tolerance, 10 000 iterations.
+    /// Default solver, f64, default tolerance, 10 000 iterations, CPU.
     fn default() -> Self {
         SolveSettings {
             solver: None,
             precision: Precision::F64,
             rtol: None,
             max_iter: 10_000,
+            #[cfg(feature = "cuda")]
+            device: None,
         }
     }
 }
@@ -336,15 +341,15 @@ pub fn write_solution_vtu(
 }
 
 /// What the precision- and physics-generic part of a solve returns.
-struct Outcome {
-    u: Vec<f64>,
-    method: String,
-    iterations: usize,
-    newton: Option<NewtonReport>,
-    residual: ResidualReport,
-    setup: f64,
-    assembly: f64,
-    solve: f64,
+pub(crate) struct Outcome {
+    pub(crate) u: Vec<f64>,
+    pub(crate) method: String,
+    pub(crate) iterations: usize,
+    pub(crate) newton: Option<NewtonReport>,
+    pub(crate) residual: ResidualReport,
+    pub(crate) setup: f64,
+    pub(crate) assembly: f64,
+    pub(crate) solve: f64,
 }
 
 struct SolveVisitor<'a> {
@@ -360,6 +365,20 @@ impl<T: Real> FormVisitor<T> for SolveVisitor<'_> {
     type Output = Outcome;
     fn visit<P: Physics<T>>(self, op: FormOperator<T, P>) -> Result<Outcome, PipelineError> {
         let setup = self.start.elapsed().as_secs_f64();
+        #[cfg(feature = "cuda")]
+        if let Some(dev) = &self.settings.device {
+            let mut out = crate::gpu_solve::linear_gpu(
+                self.mesh,
+                self.problem,
+                self.settings,
+                self.solver,
+                &op,
+                self.progress,
+                dev,
+            )?;
+            out.setup = setup;
+            return Ok(out);
+        }
         let mut out = if !self.problem.is_linear() {
             self.newton_direct(&op)?
         } else if self.solver == SolverKind::Direct {

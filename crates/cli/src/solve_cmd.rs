@@ -50,43 +50,70 @@ struct Record<'a> {
     output: Option<String>,
 }
 
-const NO_GPU_SOLVE: &str = "GPU solve not available for this problem yet";
+/// The device the solve runs on (`None`: CPU), its name, and a note when `auto` fell back.
+#[cfg(feature = "cuda")]
+type Chosen = (
+    Option<std::sync::Arc<ferrofem_cuda::GpuDevice>>,
+    String,
+    Option<String>,
+);
+#[cfg(not(feature = "cuda"))]
+type Chosen = (Option<()>, String, Option<String>);
 
-/// The backend that runs the solve: the CPU, with a note when `auto` did not use a GPU.
-fn choose_backend(req: BackendArg) -> Result<(String, Option<String>), CliError> {
-    let cpu = Backend::Cpu {
+fn cpu_name() -> String {
+    Backend::Cpu {
         fallback_reason: None,
     }
-    .name();
-    match req {
-        BackendArg::Cpu => Ok((cpu, None)),
-        BackendArg::Auto => Ok((cpu, Some(format!("{NO_GPU_SOLVE}; running on the CPU")))),
-        BackendArg::Cuda => {
-            // Fails with the reason when no GPU is usable; otherwise say what is missing.
-            let gpu = backend::select(BackendArg::Cuda)?;
-            Err(CliError::Usage(format!(
-                "{NO_GPU_SOLVE} (found {}); use --backend cpu or auto",
-                gpu.name()
-            )))
+    .name()
+}
+
+/// Chooses where the solve runs: `cuda` needs a GPU (an error names why there is none),
+/// `auto` takes one when present and falls back to the CPU with a note.
+fn choose_backend(req: BackendArg) -> Result<Chosen, CliError> {
+    match (req, backend::select(req)?) {
+        #[cfg(feature = "cuda")]
+        (_, Backend::Cuda(dev)) => {
+            let name = format!("cuda ({})", dev.name());
+            Ok((Some(dev), name, None))
         }
+        (_, Backend::Cpu { fallback_reason }) => Ok((
+            None,
+            cpu_name(),
+            fallback_reason.map(|r| format!("{r}; running on the CPU")),
+        )),
     }
 }
 
 /// Runs `ferrofem solve`.
 pub fn run(a: SolveArgs) -> Result<(), CliError> {
     let start = Instant::now();
-    let (backend, backend_note) = choose_backend(a.backend)?;
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut, unused_variables))]
+    let (device, mut backend, mut backend_note) = choose_backend(a.backend)?;
     let progress = Progress::stderr(a.json);
     progress.stage("loading the mesh");
     let (loaded, info) = a.problem.load_mesh()?;
     let mesh_time = start.elapsed().as_secs_f64();
-    let settings = SolveSettings {
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+    let mut settings = SolveSettings {
         solver: a.solver,
         precision: a.problem.precision,
         rtol: a.rtol,
         max_iter: a.max_iter,
+        #[cfg(feature = "cuda")]
+        device: device.clone(),
     };
-    let result = solve(&loaded.mesh, &a.problem.options(), &settings, &progress);
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+    let mut result = solve(&loaded.mesh, &a.problem.options(), &settings, &progress);
+    // `auto`: a problem the GPU path does not cover runs on the CPU instead
+    #[cfg(feature = "cuda")]
+    if let (Err(ferrofem_cli::PipelineError::Unsupported(why)), BackendArg::Auto, true) =
+        (&result, a.backend, settings.device.is_some())
+    {
+        backend_note = Some(format!("{why}; running on the CPU"));
+        backend = cpu_name();
+        settings.device = None;
+        result = solve(&loaded.mesh, &a.problem.options(), &settings, &progress);
+    }
     let mut solution = match result {
         Ok(s) => s,
         Err(e) => {

@@ -16,7 +16,8 @@
 // GEO: 0 stored [cell][DIM*DIM + 1] = J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and
 //      det J; 1 computed from the cell's vertex nodes (local nodes 0..DIM, whose physical
 //      coordinates are read from coords[node][DIM] through the restriction).
-// AUX: 0 none; 1 nodal in the solution's scalar space (aux[node]); 2 per cell (aux[cell]).
+// AUX: 0 none; 1 nodal in the solution's scalar space (aux[node]; with OUT 0 as an
+//      E-vector aux[cell][basis], like the coefficients); 2 per cell (aux[cell]).
 // Needs (host-prepended): prelude, physics source (ff_f0..ff_g3), constant tables
 //   cPhi[NQ*NB], cDphi[(NQ*NB)*DIM] (reference gradients), cWq[NQ].
 
@@ -215,7 +216,9 @@ __device__ __forceinline__ real load_value(const real* FF_RESTRICT x, const u32*
 }
 
 __device__ __forceinline__ real load_aux(const real* FF_RESTRICT aux, const u32* FF_RESTRICT offsets, u32 cell, int b) {
-#if AUX == 1
+#if AUX == 1 && OUT == 0
+    return aux[(size_t)cell * NB + b];   // element-vector setting: the coefficient per cell too
+#elif AUX == 1
     return aux[offsets[(size_t)cell * NB + b]];
 #elif AUX == 2
     return aux[cell];

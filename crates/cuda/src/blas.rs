@@ -29,6 +29,7 @@ pub struct GpuBlas<T: GpuReal> {
     mult: CudaFunction,
     dot: CudaFunction,
     sum: CudaFunction,
+    copy_idx: CudaFunction,
     partial: std::sync::Mutex<(DeviceVec<f64>, DeviceVec<f64>)>,
     _t: std::marker::PhantomData<T>,
 }
@@ -53,6 +54,7 @@ impl<T: GpuReal> GpuBlas<T> {
             mult: f("ff_pointwise_mult")?,
             dot: f("ff_dot_partial")?,
             sum: f("ff_sum_partials")?,
+            copy_idx: f("ff_copy_indices")?,
             partial: std::sync::Mutex::new((
                 DeviceVec::zeros(dev, DOT_BLOCKS, "dot partial sums")?,
                 DeviceVec::zeros(dev, 1, "dot result")?,
@@ -152,6 +154,30 @@ impl<T: GpuReal> GpuBlas<T> {
             y.slice(),
             z.slice_mut(),
             &n
+        )
+    }
+
+    /// `y[idx[k]] = x[idx[k]]` for every index (identity rows of Dirichlet dofs).
+    pub fn copy_indices(
+        &self,
+        x: &DeviceVec<T>,
+        y: &mut DeviceVec<T>,
+        idx: &DeviceVec<u32>,
+    ) -> Result<(), GpuError> {
+        Self::check(x.len(), y.len(), "copy_indices")?;
+        let m = idx.len() as u32;
+        if m == 0 {
+            return Ok(());
+        }
+        launch!(
+            self,
+            "ff_copy_indices",
+            &self.copy_idx,
+            self.grid(idx.len()),
+            x.slice(),
+            y.slice_mut(),
+            idx.slice(),
+            &m
         )
     }
 

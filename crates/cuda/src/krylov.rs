@@ -23,6 +23,61 @@ impl<T: GpuReal> GpuLinearOperator<T> for GpuBp<T> {
     }
 }
 
+impl<T: GpuReal> GpuLinearOperator<T> for crate::residual::GpuResidual<T> {
+    fn dim(&self) -> usize {
+        self.vector_len()
+    }
+    /// The residual of a physics without forcing is linear in its argument for linear
+    /// physics: this is the operator's action.
+    fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        self.apply(x, y)
+    }
+}
+
+/// An operator with identity rows on constrained (Dirichlet) dofs: `y = A x` on the free
+/// rows, `y_c = x_c`. Inputs are expected to vanish on the constrained dofs (solve for the
+/// correction to a lifted boundary value), as in every Krylov iterate started from zero.
+pub struct Constrained<'a, T: GpuReal, A: GpuLinearOperator<T>> {
+    op: &'a A,
+    blas: &'a GpuBlas<T>,
+    dofs: Option<DeviceVec<u32>>,
+    scale: T,
+}
+
+impl<'a, T: GpuReal, A: GpuLinearOperator<T>> Constrained<'a, T, A> {
+    /// `scale · A` with identity rows on `dofs` (sorted or not).
+    pub fn new(op: &'a A, blas: &'a GpuBlas<T>, dofs: &[u32], scale: T) -> Result<Self, GpuError> {
+        Ok(Constrained {
+            op,
+            blas,
+            dofs: if dofs.is_empty() {
+                None
+            } else {
+                Some(DeviceVec::from_host(blas.device(), dofs, "Dirichlet dofs")?)
+            },
+            scale,
+        })
+    }
+}
+
+impl<T: GpuReal, A: GpuLinearOperator<T>> GpuLinearOperator<T> for Constrained<'_, T, A> {
+    fn dim(&self) -> usize {
+        self.op.dim()
+    }
+    fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        self.op.apply_device(x, y)?;
+        if self.scale != T::one() {
+            let mut tmp = DeviceVec::zeros(self.blas.device(), y.len(), "scaled operator output")?;
+            self.blas.axpy(self.scale, y, &mut tmp)?;
+            y.copy_from(&tmp)?;
+        }
+        if let Some(d) = &self.dofs {
+            self.blas.copy_indices(x, y, d)?;
+        }
+        Ok(())
+    }
+}
+
 /// Krylov space on the device: an operator, the vector kernels and an optional Jacobi
 /// preconditioner (inverse diagonal, on the device).
 pub struct GpuKrylov<'a, T: GpuReal, A: GpuLinearOperator<T>> {

@@ -164,7 +164,7 @@ pub fn residual_kernel<T: GpuReal>(
         arr("cDphi", &tab.grads),
         arr("cWq", &rule.weights)
     );
-    let nbs = cells_per_block(nb, nq);
+    let mut nbs = cells_per_block(nb, nq);
     let nf = nc + nc * d;
     let smem_of = |nbc: usize| {
         T::BYTES * nbc * (nb * nc * (1 + jacobian as usize) + nb + d * d + 1 + nq * nf)
@@ -173,6 +173,10 @@ pub fn residual_kernel<T: GpuReal>(
     // 1024 threads (the effective value is part of the kernel name)
     let mut cfg = cfg;
     if cfg.strategy == Strategy::Transposition {
+        // rules with many points (P2 tetrahedra): fewer cells per block until one block fits
+        while nbs > 4 && smem_of(nbs) > 48 * 1024 {
+            nbs /= 2;
+        }
         cfg.blocks_per_batch = cfg.blocks_per_batch.max(1);
         while cfg.blocks_per_batch > 1
             && (smem_of(nbs * cfg.blocks_per_batch) > 48 * 1024

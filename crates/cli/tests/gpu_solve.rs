@@ -1,0 +1,116 @@
+//! `ferrofem solve` on the GPU reaches the CPU's discrete solution. Needs a CUDA device:
+//! skipped when none is usable, unless FERROFEM_REQUIRE_GPU=1.
+#![cfg(feature = "cuda")]
+
+use ferrofem_cli::{
+    solve, DirichletSpec, Precision, ProblemKind, ProblemOptions, Progress, SolveSettings,
+    SolverKind,
+};
+use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+
+fn gpu() -> Option<std::sync::Arc<ferrofem_cuda::GpuDevice>> {
+    match ferrofem_cuda::GpuDevice::new(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if std::env::var("FERROFEM_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("FERROFEM_REQUIRE_GPU=1 but no GPU: {e}");
+            }
+            eprintln!("no GPU ({e}): skipped");
+            None
+        }
+    }
+}
+
+fn check(
+    mesh: &Mesh,
+    kind: ProblemKind,
+    order: usize,
+    dirichlet: DirichletSpec,
+    dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
+) {
+    let options = ProblemOptions {
+        kind,
+        order,
+        dirichlet,
+        ..ProblemOptions::default()
+    };
+    let mut settings = SolveSettings {
+        solver: Some(SolverKind::Pcg),
+        precision: Precision::F64,
+        rtol: Some(1e-12),
+        ..SolveSettings::default()
+    };
+    let cpu = solve(mesh, &options, &settings, &Progress::hidden()).unwrap();
+    settings.device = Some(dev.clone());
+    let gpu = solve(mesh, &options, &settings, &Progress::hidden()).unwrap();
+    let num: f64 = cpu
+        .u
+        .iter()
+        .zip(&gpu.u)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
+    let den: f64 = cpu.u.iter().map(|a| a * a).sum::<f64>().sqrt();
+    eprintln!(
+        "{} P{order} {}: cpu {} it L2 {:.3e} | gpu {} it L2 {:.3e} | rel diff {:.1e} | {}",
+        kind.name(),
+        mesh.cell_type(),
+        cpu.report.iterations,
+        cpu.report.errors.l2,
+        gpu.report.iterations,
+        gpu.report.errors.l2,
+        num / den,
+        gpu.report.method
+    );
+    assert!(
+        num / den < 1e-9,
+        "GPU and CPU discrete solutions differ by {:e}",
+        num / den
+    );
+    assert!((gpu.report.errors.l2 - cpu.report.errors.l2).abs() <= 1e-6 * cpu.report.errors.l2);
+}
+
+#[test]
+fn gpu_solves_reach_the_cpu_discrete_solution() {
+    let Some(dev) = gpu() else { return };
+    let b = |s: &str| generate_box(&BoxSpec::parse(s).unwrap()).unwrap();
+    check(
+        &b("hex:6x6x6,perturb=0.2,seed=2"),
+        ProblemKind::Poisson,
+        3,
+        DirichletSpec::default(),
+        &dev,
+    );
+    check(
+        &b("tri:24x24,perturb=0.2,seed=2"),
+        ProblemKind::PoissonVarcoef,
+        2,
+        DirichletSpec::default(),
+        &dev,
+    );
+    check(
+        &b("tet:8x8x8,perturb=0.2,seed=2"),
+        ProblemKind::PoissonVarcoef,
+        1,
+        DirichletSpec::default(),
+        &dev,
+    );
+    check(
+        &b("tet:6x6x6,perturb=0.2,seed=2"),
+        ProblemKind::Elasticity,
+        2,
+        DirichletSpec::default(),
+        &dev,
+    );
+    // a real Gmsh mesh with Dirichlet on named groups only (natural conditions elsewhere)
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/gmsh/box_tet_v41_binary.msh");
+    let mesh = ferrofem_mesh::read_gmsh(&dir).unwrap();
+    check(
+        &mesh,
+        ProblemKind::Poisson,
+        2,
+        DirichletSpec::parse_list("xmin,ymin"),
+        &dev,
+    );
+}
