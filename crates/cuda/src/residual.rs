@@ -326,7 +326,13 @@ impl<T: GpuReal> GpuResidual<T> {
                         got: a.len(),
                     });
                 }
-                (1, a.iter().map(|&x| T::of(x)).collect())
+                if cfg.output == Output::ElementVectors {
+                    // per-cell blocks, like the coefficients in this setting
+                    let offsets = space.restriction().offsets();
+                    (1, offsets.iter().map(|&n| T::of(a[n as usize])).collect())
+                } else {
+                    (1, a.iter().map(|&x| T::of(x)).collect())
+                }
             }
             Aux::Cellwise(a) => {
                 if a.len() != ncells {
