@@ -180,10 +180,16 @@ fn run<G: GpuReal>(
             Some(Coefficient::Nodal { space: cs, values }) => {
                 if cs.num_nodes() == scalar.num_nodes() && cs.order() == scalar.order() {
                     Aux::Nodal(values)
-                } else {
-                    nodal =
-                        scalar.interpolate(|x, out| out[0] = ferrofem_physics::varcoef_kappa(x));
+                } else if cs.order() <= scalar.order() {
+                    // the same field, represented exactly in the solution's space (P_k ⊂ P_p)
+                    nodal = represent_in(cs, values, &scalar)?;
                     Aux::Nodal(&nodal)
+                } else {
+                    return Err(PipelineError::Unsupported(format!(
+                        "the GPU kernel reads the coefficient in the solution's space; a P{} coefficient does not fit P{}",
+                        cs.order(),
+                        scalar.order()
+                    )));
                 }
             }
         };
@@ -259,4 +265,30 @@ fn run<G: GpuReal>(
         if pre { "Jacobi-PCG" } else { "CG" }
     );
     Ok((w, stats, method, build, solve_s))
+}
+
+/// The nodal values, in `to` (a scalar space on the same mesh of order ≥ `from`'s), of the
+/// field with nodal values `values` in `from`: each cell's interpolant evaluated at `to`'s
+/// nodes (exact, since `from`'s polynomials lie in `to`'s).
+fn represent_in(
+    from: &ferrofem_space::H1Space,
+    values: &[f64],
+    to: &ferrofem_space::H1Space,
+) -> Result<Vec<f64>, PipelineError> {
+    let tab = from
+        .element()
+        .tabulate(to.element().nodes())
+        .map_err(|e| PipelineError::Unsupported(e.to_string()))?;
+    let (rf, rt) = (from.restriction(), to.restriction());
+    let nbf = rf.elem_size();
+    let mut out = vec![0.0; to.num_nodes()];
+    for c in 0..rt.num_elem() {
+        let ef = rf.elem(c);
+        for (i, &n) in rt.elem(c).iter().enumerate() {
+            out[n as usize] = (0..nbf)
+                .map(|b| tab.values[i * nbf + b] * values[ef[b] as usize])
+                .sum();
+        }
+    }
+    Ok(out)
 }
