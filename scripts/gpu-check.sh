@@ -75,6 +75,16 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7 --geo stored --reps 5
     bench bp3.5 --backend cuda --order 7 --geo stored --reps 5
     ;;
+  recheck)
+    for prec in f64 f32; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+    done
+    for be in cuda cpu; do
+      "$BIN/ferrofem" solve --problem poisson-varcoef tests/data/gmsh/box_tet_v41_binary.msh --dirichlet xmin,ymin --order 2 --solver pcg --backend $be --json | tee -a "$OUT/solve.jsonl"
+    done
+    ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
