@@ -278,15 +278,7 @@ where
     F: Fn(&[f64], &[f64], &mut [f64]),
 {
     let ct = mesh.cell_type();
-    if space.num_cells() != mesh.num_cells() || space.cell_type() != ct {
-        return Err(FormError::MeshMismatch {
-            what: "space",
-            got: space.num_cells(),
-            cell_type: space.cell_type(),
-            expected: mesh.num_cells(),
-            mesh_type: ct,
-        });
-    }
+    crate::form::check_space_on_mesh(mesh, space)?;
     let nf = ct.num_facets();
     if let Some(&(cell, facet)) = facets
         .iter()

@@ -44,15 +44,7 @@ where
     G: Fn(&[f64], &mut [f64]) + Sync,
 {
     let ct = mesh.cell_type();
-    if space.num_cells() != mesh.num_cells() || space.cell_type() != ct {
-        return Err(FormError::MeshMismatch {
-            what: "space",
-            got: space.num_cells(),
-            cell_type: space.cell_type(),
-            expected: mesh.num_cells(),
-            mesh_type: ct,
-        });
-    }
+    crate::form::check_space_on_mesh(mesh, space)?;
     if u.len() != space.num_dofs() {
         return Err(FormError::VectorLength {
             what: "u",

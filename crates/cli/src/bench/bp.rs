@@ -3,7 +3,7 @@
 //! model, GB/s, and the fraction of the copy bandwidth measured in the same process.
 //! `--solve` adds a Jacobi-PCG solve of the screened Poisson problem.
 
-use super::median;
+use super::{median, random_vec};
 use crate::backend::{select, Backend, BackendArg};
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
@@ -206,18 +206,6 @@ fn kind_of(name: BpName, alpha: f64) -> TensorKind {
         BpName::Bp3 => TensorKind::Diffusion { alpha },
         BpName::Bp35 => TensorKind::CollocatedDiffusion { alpha },
     }
-}
-
-fn random_vec(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
 }
 
 /// Elements per direction so that (p n + 1)^3 is close to `dofs`.

@@ -11,7 +11,7 @@
 //! P1, as in the paper.
 
 use super::bp::Precision;
-use super::median;
+use super::{median, random_vec};
 use crate::backend::BackendArg;
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
@@ -271,18 +271,6 @@ fn strategies(a: AccumulationArg) -> Vec<Accumulation> {
         AccumulationArg::Coloring => vec![Accumulation::Coloring],
         AccumulationArg::All => Accumulation::ALL.to_vec(),
     }
-}
-
-fn random_vec(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
 }
 
 /// Runs `ferrofem bench residual`.

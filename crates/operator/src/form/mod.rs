@@ -60,6 +60,22 @@ pub struct FormOptions<'a> {
     pub accumulation: Accumulation,
 }
 
+/// Checks that `space` was built on a mesh like `mesh` (same cell type and count), the
+/// precondition of every operator, boundary term and error norm here.
+pub(crate) fn check_space_on_mesh(mesh: &Mesh, space: &H1Space) -> Result<(), FormError> {
+    let ct = mesh.cell_type();
+    if space.num_cells() != mesh.num_cells() || space.cell_type() != ct {
+        return Err(FormError::MeshMismatch {
+            what: "space",
+            got: space.num_cells(),
+            cell_type: space.cell_type(),
+            expected: mesh.num_cells(),
+            mesh_type: ct,
+        });
+    }
+    Ok(())
+}
+
 /// A pointwise weak form `∫ φ·f0 + ∇φ:f1` on an [`H1Space`], evaluated matrix-free.
 ///
 /// Vectors are L-vectors of the space (`u[node * ncomp + c]`) in the scalar type `T`.
@@ -95,15 +111,7 @@ impl<T: Real, P: Physics<T>> FormOperator<T, P> {
         options: FormOptions<'_>,
     ) -> Result<FormOperator<T, P>, FormError> {
         let ct = mesh.cell_type();
-        if space.num_cells() != mesh.num_cells() || space.cell_type() != ct {
-            return Err(FormError::MeshMismatch {
-                what: "space",
-                got: space.num_cells(),
-                cell_type: space.cell_type(),
-                expected: mesh.num_cells(),
-                mesh_type: ct,
-            });
-        }
+        check_space_on_mesh(mesh, space)?;
         let dim = ct.dim();
         if physics.dim() != dim {
             return Err(FormError::DimensionMismatch {
