@@ -2,9 +2,9 @@
 # Runs on the GPU machine, from the repository root, with .device-bin/ carried along (see
 # scripts/build-device-bin.sh): the GPU tests against their CPU twins, then the benchmarks;
 # writes full logs and JSON records under $OUT and prints a short table last.
-#   scripts/gpu-check.sh [quick|bp|full]   (default: quick)
+#   scripts/gpu-check.sh [MODE ...]   (default: quick; several modes run in sequence;
+#   NOTEST=1 skips the tests)
 set -u
-MODE=${1:-quick}
 BIN=.device-bin
 OUT=${OUT:-/tmp/ferrofem-out}
 mkdir -p "$OUT"
@@ -19,8 +19,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 "$BIN/ferrofem" info 2>&1 | tee "$OUT/info.txt"
 
 status=0
-echo "== GPU tests"
+[ -n "${NOTEST:-}" ] || { echo "== GPU tests"; }
 for t in "$BIN"/tests/*; do
+  [ -n "${NOTEST:-}" ] && break
   "$t" --test-threads=1 --nocapture > "$OUT/test-$(basename "$t").log" 2>&1
   rc=$?
   grep -E "^test |test result" "$OUT/test-$(basename "$t").log"
@@ -29,6 +30,7 @@ done
 
 REC="$OUT/bench.jsonl"
 bench() { echo "== ferrofem bench $*"; "$BIN/ferrofem" bench "$@" --record "$REC" 2>&1 | tee -a "$OUT/bench.log"; }
+for MODE in "${@:-quick}"; do
 case "$MODE" in
   quick)
     bench bp3.5 --backend cuda --order 3,7 --reps 10
@@ -85,6 +87,22 @@ case "$MODE" in
       "$BIN/ferrofem" solve --problem poisson-varcoef tests/data/gmsh/box_tet_v41_binary.msh --dirichlet xmin,ymin --order 2 --solver pcg --backend $be --json | tee -a "$OUT/solve.jsonl"
     done
     ;;
+  v5)
+    # v5 (persistent, pipelined) against v2/v4 (tuned pencil), same process, stored geometry
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored --kernel pencil,persistent; done
+    bench bp3.5 --backend cuda --order 3,7,8 --geo otf --kernel pencil,persistent
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1,2 --geo stored --kernel pencil,persistent; done
+    ;;
+  res3)
+    # residual v3 (asynchronous double-buffered batches), stored and vertex geometry
+    for prec in f64 f32; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10 --geometry both
+      done
+      bench residual --backend cuda --dim 3 --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10 --geometry both
+    done
+    bench residual --backend cuda --dim 2 --physics elasticity --order 1 --precision f64 --cells 1.2e7 --reps 10 --geometry both
+    ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
@@ -96,6 +114,7 @@ case "$MODE" in
     fi
     ;;
 esac
+done
 
 echo "== summary (GDOF/s, % of the copy roofline by the model)"
 python3 - "$REC" <<'PY'
@@ -103,7 +122,7 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 for r in rows:
     if r.get("bench") == "residual":
-        print(f"residual {r['physics']:15} d={r['dim']} P{r['order']} {r['precision']} cells={r['cells']:.2e} {r['accumulation'][:44]:44} "
+        print(f"residual {r['physics']:15} d={r['dim']} P{r['order']} {r['precision']} cells={r['cells']:.2e} {(r['accumulation'] + ('+vtx' if r.get('geometry') == 'vertices' else ''))[:48]:48} "
               f"{r['residual_s']*1e3:8.3f} ms {r['gflops_per_s']:7.1f} GF/s  el {100*r['roofline_fraction_element_vectors']:5.1f}%  gl {100*r['roofline_fraction_global']:5.1f}%")
         continue
     if "order" not in r: continue

@@ -9,10 +9,17 @@
 //!   ([`ConstrainedOperator`]), the boundary values lifted into the right-hand side
 //!   ([`lift_residual`]), the natural-boundary load added on the free dofs, and for PCG the
 //!   Jacobi preconditioner from [`FormOperator::diagonal`].
+//! - Linear problems, `--solver gmres`: the same matrix-free system, solved by
+//!   Jacobi-preconditioned GMRES(30) (it needs no symmetry, so it is the check on CG).
 //! - The nonlinear problem: Newton with line search ([`newton`]) on the full residual with
-//!   the Dirichlet rows `u_c − g_c`; every step assembles the Jacobian on the free dofs and
-//!   solves with a sparse LU. CG/PCG are refused: the Jacobian `g2 = 2u∇u` block makes it
-//!   nonsymmetric, so CG's convergence theory does not apply.
+//!   the Dirichlet rows `u_c − g_c`, from the boundary-lifted guess. `--solver direct`
+//!   (the CPU default): every step assembles the Jacobian on the free dofs and solves with
+//!   a sparse LU. `--solver gmres`: every step solves with the matrix-free Jacobian action
+//!   ([`FormOperator::linearize`], Dirichlet rows the identity) by GMRES(30),
+//!   right-preconditioned by Jacobi from the Jacobian's diagonal at the current state
+//!   ([`FormOperator::diagonal`]), to the relative tolerance of [`newton_forcing`]. CG/PCG
+//!   are refused: the Jacobian's `g2 = 2u∇u` block makes it nonsymmetric, so CG's
+//!   convergence theory does not apply.
 
 use crate::linear_system::{assemble_system_of, full_residual, to_f64, to_real, BcMode};
 use crate::pipeline_error::PipelineError;
@@ -26,8 +33,9 @@ use ferrofem_mesh::Mesh;
 use ferrofem_operator::{errors, lift_residual, ConstrainedOperator, FormOperator};
 use ferrofem_physics::Physics;
 use ferrofem_solver::{
-    cg, newton, pcg, CpuSpace, DirectFactorization, DirectKind, LinearInfo, NewtonOptions,
-    NonlinearProblem, SolveOptions as KrylovOptions, SolveStats, SolverError,
+    cg, gmres, newton, pcg, CpuSpace, DirectFactorization, DirectKind, GmresOptions, LinearInfo,
+    NewtonOptions, NewtonStats, NonlinearProblem, SolveOptions as KrylovOptions, SolveStats,
+    SolverError,
 };
 use serde::Serialize;
 use std::cell::Cell;
@@ -65,15 +73,19 @@ pub enum SolverKind {
     Pcg,
     /// Assembled sparse matrix, factored by faer (Cholesky or LU).
     Direct,
+    /// Restarted GMRES(30), matrix-free, right-preconditioned by Jacobi: for nonsymmetric
+    /// systems (the nonlinear problem's Newton steps, and on the GPU its only solver).
+    Gmres,
 }
 
 impl SolverKind {
-    /// `"cg"`, `"pcg"` or `"direct"`.
+    /// `"cg"`, `"pcg"`, `"direct"` or `"gmres"`.
     pub fn name(self) -> &'static str {
         match self {
             SolverKind::Cg => "cg",
             SolverKind::Pcg => "pcg",
             SolverKind::Direct => "direct",
+            SolverKind::Gmres => "gmres",
         }
     }
 }
@@ -110,13 +122,23 @@ impl Default for SolveSettings {
 }
 
 impl SolveSettings {
-    /// The solver to use for `kind`: the one asked for, else `direct` for the nonlinear
-    /// problem (its Jacobian is not symmetric) and `pcg` for the others.
+    /// The solver to use for `kind`: the one asked for, else, for the nonlinear problem
+    /// (whose Jacobian is not symmetric), `direct` on the CPU and `gmres` on a GPU, and
+    /// `pcg` for the others.
     pub fn solver_for(&self, kind: ProblemKind) -> SolverKind {
         self.solver.unwrap_or(match kind {
+            ProblemKind::Nonlinear if self.on_gpu() => SolverKind::Gmres,
             ProblemKind::Nonlinear => SolverKind::Direct,
             _ => SolverKind::Pcg,
         })
+    }
+
+    /// True when a GPU is set for the solve.
+    fn on_gpu(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        return self.device.is_some();
+        #[cfg(not(feature = "cuda"))]
+        false
     }
 
     /// The relative tolerance in effect.
@@ -183,6 +205,51 @@ pub struct NewtonReport {
     pub step_lengths: Vec<f64>,
     /// Observed convergence orders `log(r_{k+1}/r_k) / log(r_k/r_{k−1})` (2 for quadratic).
     pub orders: Vec<f64>,
+    /// Krylov (GMRES) iterations of each step's Jacobian solve (0 for direct solves).
+    pub linear_iterations: Vec<usize>,
+}
+
+impl NewtonReport {
+    /// The report of Newton's statistics.
+    pub(crate) fn of(stats: &NewtonStats) -> NewtonReport {
+        let h = &stats.residual_history;
+        let orders = (1..h.len().saturating_sub(1))
+            .map(|k| (h[k + 1] / h[k]).ln() / (h[k] / h[k - 1]).ln())
+            .collect();
+        NewtonReport {
+            steps: stats.iterations,
+            residual_history: h.clone(),
+            step_lengths: stats.step_lengths.clone(),
+            orders,
+            linear_iterations: stats.step_linear_iterations.clone(),
+        }
+    }
+}
+
+/// Restart length of the GMRES solves (`--solver gmres`, CPU and GPU).
+pub(crate) const GMRES_RESTART: usize = 30;
+
+/// Largest relative tolerance of a Newton step's Krylov solve.
+const FORCING_MAX: f64 = 0.1;
+
+/// The tolerances of the Krylov solve of a Newton step (inexact Newton): relative
+/// `η_k = min(0.1, ‖F(u_k)‖ / ‖F(u₀)‖)` (the forcing term that keeps Newton's quadratic
+/// convergence: the linear error is `O(‖F_k‖²)`, like the nonlinear one), at least
+/// `100 ε_T`; absolute a tenth of Newton's own target `rtol · ‖F(u₀)‖`, so the last step
+/// does not solve beyond what Newton asks for.
+pub(crate) fn newton_forcing<T: Real>(
+    f: f64,
+    f0: f64,
+    newton_rtol: f64,
+    max_iter: usize,
+) -> KrylovOptions {
+    let ratio = if f0 > 0.0 { f / f0 } else { 1.0 };
+    KrylovOptions {
+        rtol: ratio.min(FORCING_MAX).max(100.0 * T::EPS),
+        atol: 0.1 * newton_rtol * f0,
+        max_iter,
+        ..KrylovOptions::default()
+    }
 }
 
 /// Everything `ferrofem solve` reports (JSON field names are the struct's).
@@ -208,7 +275,7 @@ pub struct SolveReport {
     pub dirichlet: String,
     /// Boundary facets with natural conditions.
     pub natural_facets: usize,
-    /// `cg`, `pcg` or `direct`.
+    /// `cg`, `pcg`, `direct` or `gmres`.
     pub solver: &'static str,
     /// How the solver was realised (matrix-free/assembled, preconditioner, factorisation).
     pub method: String,
@@ -245,11 +312,12 @@ pub fn solve(
 ) -> Result<Solution, PipelineError> {
     let start = Instant::now();
     let solver = settings.solver_for(options.kind);
-    if options.kind == ProblemKind::Nonlinear && solver != SolverKind::Direct {
+    if options.kind == ProblemKind::Nonlinear && matches!(solver, SolverKind::Cg | SolverKind::Pcg)
+    {
         return Err(PipelineError::Unsupported(format!(
             "--solver {} is not available for the nonlinear problem: its Jacobian is not \
              symmetric (the g2 = 2u∇u block), so CG does not apply; use --solver direct (the \
-             default for this problem)",
+             CPU default for this problem) or --solver gmres",
             solver.name()
         )));
     }
@@ -367,20 +435,38 @@ impl<T: Real> FormVisitor<T> for SolveVisitor<'_> {
         let setup = self.start.elapsed().as_secs_f64();
         #[cfg(feature = "cuda")]
         if let Some(dev) = &self.settings.device {
-            let mut out = crate::gpu_solve::linear_gpu(
-                self.mesh,
-                self.problem,
-                self.settings,
-                self.solver,
-                &op,
-                self.progress,
-                dev,
-            )?;
+            let (mesh, problem, settings, solver) =
+                (self.mesh, self.problem, self.settings, self.solver);
+            let mut out = if problem.is_linear() {
+                crate::gpu_solve::linear_gpu(
+                    mesh,
+                    problem,
+                    settings,
+                    solver,
+                    &op,
+                    self.progress,
+                    dev,
+                )?
+            } else {
+                crate::gpu_solve::nonlinear_gpu(
+                    mesh,
+                    problem,
+                    settings,
+                    solver,
+                    &op,
+                    self.progress,
+                    dev,
+                )?
+            };
             out.setup = setup;
             return Ok(out);
         }
         let mut out = if !self.problem.is_linear() {
-            self.newton_direct(&op)?
+            if self.solver == SolverKind::Gmres {
+                self.newton_gmres(&op)?
+            } else {
+                self.newton_direct(&op)?
+            }
         } else if self.solver == SolverKind::Direct {
             self.linear_direct(&op)?
         } else {
@@ -481,7 +567,7 @@ impl SolveVisitor<'_> {
             label,
             applies: AtomicUsize::new(0),
         };
-        let preconditioned = self.solver == SolverKind::Pcg;
+        let preconditioned = matches!(self.solver, SolverKind::Pcg | SolverKind::Gmres);
         let space = if preconditioned {
             self.progress.stage("Jacobi diagonal");
             let diag = cop.diagonal().unwrap_or_default();
@@ -497,20 +583,34 @@ impl SolveVisitor<'_> {
             ..KrylovOptions::default()
         };
         let mut x = g;
-        let stats: SolveStats = if preconditioned {
-            pcg(&space, &b, &mut x, &opts)?
-        } else {
-            cg(&space, &b, &mut x, &opts)?
+        let stats: SolveStats = match self.solver {
+            SolverKind::Gmres => gmres(
+                &space,
+                &b,
+                &mut x,
+                &opts,
+                &GmresOptions {
+                    restart: GMRES_RESTART,
+                    ..GmresOptions::default()
+                },
+            )?,
+            SolverKind::Pcg => pcg(&space, &b, &mut x, &opts)?,
+            _ => cg(&space, &b, &mut x, &opts)?,
         };
         let solve = t.elapsed().as_secs_f64();
         Ok(Outcome {
             u: to_f64(&x),
             method: format!(
-                "matrix-free Jacobian action, {}",
+                "matrix-free Jacobian action, {}{}",
                 if preconditioned {
                     "Jacobi preconditioner"
                 } else {
                     "no preconditioner"
+                },
+                if self.solver == SolverKind::Gmres {
+                    format!(" (right), GMRES({GMRES_RESTART})")
+                } else {
+                    String::new()
                 }
             ),
             iterations: stats.iterations,
@@ -562,20 +662,65 @@ impl SolveVisitor<'_> {
         let assembly = setup_assembly + system.assembly.get();
         let solve = t.elapsed().saturating_sub(system.assembly.get());
         let h = &stats.residual_history;
-        let orders = (1..h.len().saturating_sub(1))
-            .map(|k| (h[k + 1] / h[k]).ln() / (h[k] / h[k - 1]).ln())
-            .collect();
         let (first, last) = (h.first().copied().unwrap_or(0.0), stats.final_residual());
         Ok(Outcome {
             u: to_f64(&u),
             method: "Newton with line search; assembled Jacobian, sparse LU (faer) per step".into(),
             iterations: stats.linear_iterations,
-            newton: Some(NewtonReport {
-                steps: stats.iterations,
-                residual_history: stats.residual_history.clone(),
-                step_lengths: stats.step_lengths.clone(),
-                orders,
-            }),
+            newton: Some(NewtonReport::of(&stats)),
+            residual: ResidualReport {
+                initial: first,
+                last,
+                relative: ratio(last, first),
+            },
+            setup: 0.0,
+            assembly: assembly.as_secs_f64(),
+            solve: solve.as_secs_f64(),
+        })
+    }
+
+    /// Newton with line search; each step's Jacobian solve is matrix-free GMRES with a
+    /// Jacobi preconditioner from the Jacobian's diagonal at the current state.
+    fn newton_gmres<T: Real, P: Physics<T>>(
+        &self,
+        op: &FormOperator<T, P>,
+    ) -> Result<Outcome, PipelineError> {
+        let t = Instant::now();
+        let system = NewtonGmresSystem {
+            op,
+            neumann: self.neumann::<T>()?,
+            g: to_real(&self.problem.boundary_values),
+            constrained: &self.problem.dirichlet_dofs,
+            newton_rtol: self.settings.rtol(),
+            max_iter: self.settings.max_iter,
+            progress: self.progress,
+            f0: Cell::new(None),
+            diagonal: Cell::new(Duration::ZERO),
+            steps: Cell::new(0),
+        };
+        let setup_assembly = t.elapsed();
+        let t = Instant::now();
+        let opts = NewtonOptions {
+            rtol: self.settings.rtol(),
+            max_iter: 30,
+            ..NewtonOptions::default()
+        };
+        let mut u = system.g.clone();
+        self.progress.stage("Newton: initial residual");
+        let stats = newton(&system, &mut u, &opts)?;
+        let assembly = setup_assembly + system.diagonal.get();
+        let solve = t.elapsed().saturating_sub(system.diagonal.get());
+        let h = &stats.residual_history;
+        let (first, last) = (h.first().copied().unwrap_or(0.0), stats.final_residual());
+        Ok(Outcome {
+            u: to_f64(&u),
+            method: format!(
+                "Newton with line search; matrix-free Jacobian action, GMRES({GMRES_RESTART}) \
+                 right-preconditioned by Jacobi (Jacobian diagonal per step), relative \
+                 tolerance min(0.1, ‖F_k‖/‖F_0‖) per step"
+            ),
+            iterations: stats.linear_iterations,
+            newton: Some(NewtonReport::of(&stats)),
             residual: ResidualReport {
                 initial: first,
                 last,
@@ -644,13 +789,25 @@ struct NewtonSystem<'a, T: Real, P: Physics<T>> {
     steps: Cell<usize>,
 }
 
+/// `F(u)`: `F_f = r_f(u) − N_f`, `F_c = u_c − g_c`.
+fn newton_residual<T: Real, P: Physics<T>>(
+    op: &FormOperator<T, P>,
+    neumann: &[T],
+    g: &[T],
+    constrained: &[u32],
+    u: &[T],
+    r: &mut [T],
+) {
+    full_residual(op, neumann, u, r);
+    for &c in constrained {
+        let c = c as usize;
+        r[c] = u[c] - g[c];
+    }
+}
+
 impl<T: Real, P: Physics<T>> NonlinearProblem<T> for NewtonSystem<'_, T, P> {
     fn residual(&self, u: &[T], r: &mut [T]) -> Result<(), SolverError> {
-        full_residual(self.op, &self.neumann, u, r);
-        for &c in self.constrained {
-            let c = c as usize;
-            r[c] = u[c] - self.g[c];
-        }
+        newton_residual(self.op, &self.neumann, &self.g, self.constrained, u, r);
         Ok(())
     }
 
@@ -676,5 +833,72 @@ impl<T: Real, P: Physics<T>> NonlinearProblem<T> for NewtonSystem<'_, T, P> {
             du[d as usize] = v;
         }
         Ok(LinearInfo { iterations: 0 })
+    }
+}
+
+/// The nonlinear system of [`NewtonSystem`], solved for Newton by matrix-free GMRES with
+/// the Jacobian's action `[J_ff 0; 0 I]` and Jacobi from its diagonal at `u`.
+struct NewtonGmresSystem<'a, T: Real, P: Physics<T>> {
+    op: &'a FormOperator<T, P>,
+    neumann: Vec<T>,
+    g: Vec<T>,
+    constrained: &'a [u32],
+    newton_rtol: f64,
+    max_iter: usize,
+    progress: &'a Progress,
+    /// `‖F(u₀)‖`, from the first Jacobian solve (whose right-hand side is `F(u₀)`).
+    f0: Cell<Option<f64>>,
+    diagonal: Cell<Duration>,
+    steps: Cell<usize>,
+}
+
+impl<T: Real, P: Physics<T>> NonlinearProblem<T> for NewtonGmresSystem<'_, T, P> {
+    fn residual(&self, u: &[T], r: &mut [T]) -> Result<(), SolverError> {
+        newton_residual(self.op, &self.neumann, &self.g, self.constrained, u, r);
+        Ok(())
+    }
+
+    fn solve_jacobian(&self, u: &[T], r: &[T], du: &mut [T]) -> Result<LinearInfo, SolverError> {
+        let k = self.steps.get() + 1;
+        self.steps.set(k);
+        let f = norm2(r);
+        let f0 = self.f0.get().unwrap_or(f);
+        self.f0.set(Some(f0));
+        let t = Instant::now();
+        self.progress.stage(format!(
+            "Newton step {k}: Jacobian diagonal (‖F‖ = {f:.3e})"
+        ));
+        let cop = ConstrainedOperator::new(self.op.linearize(u), self.constrained)
+            .map_err(|e| SolverError::backend(format!("Jacobian operator: {e}")))?;
+        let counted = Counted {
+            op: &cop,
+            progress: self.progress,
+            label: "gmres",
+            applies: AtomicUsize::new(0),
+        };
+        // Jacobi needs a positive diagonal; should the g2 = 2u∇u term make an entry
+        // non-positive (steep gradients on a coarse mesh), this step goes unpreconditioned.
+        let space = match CpuSpace::with_operator_jacobi(&counted) {
+            Err(SolverError::InvalidPreconditioner { .. }) => CpuSpace::new(&counted)?,
+            other => other?,
+        };
+        self.diagonal.set(self.diagonal.get() + t.elapsed());
+        let opts = newton_forcing::<T>(f, f0, self.newton_rtol, self.max_iter);
+        let mut x = vec![T::zero(); r.len()];
+        let b = r.to_vec();
+        let stats = gmres(
+            &space,
+            &b,
+            &mut x,
+            &opts,
+            &GmresOptions {
+                restart: GMRES_RESTART,
+                ..GmresOptions::default()
+            },
+        )?;
+        du.copy_from_slice(&x);
+        Ok(LinearInfo {
+            iterations: stats.iterations,
+        })
     }
 }

@@ -16,8 +16,9 @@ use std::time::Instant;
 pub struct SolveArgs {
     #[command(flatten)]
     problem: ProblemArgs,
-    /// Linear solver: matrix-free (P)CG or assembled direct (default: pcg; direct for the
-    /// nonlinear problem, whose Jacobian is not symmetric).
+    /// Linear solver: matrix-free (P)CG, matrix-free Jacobi-GMRES, or assembled direct
+    /// (default: pcg; for the nonlinear problem, whose Jacobian is not symmetric, direct on
+    /// the CPU and gmres on the GPU).
     #[arg(long, value_enum)]
     solver: Option<SolverKind>,
     /// Relative tolerance of the Krylov solve or of Newton (default 1e-10 in f64, 1e-5 in
@@ -192,6 +193,15 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         if !nw.orders.is_empty() {
             let ord: Vec<String> = nw.orders.iter().map(|v| format!("{v:.2}")).collect();
             writeln!(out, "           observed orders {}", ord.join(", "))?;
+        }
+        if nw.linear_iterations.iter().any(|&k| k > 0) {
+            let its: Vec<String> = nw.linear_iterations.iter().map(|k| k.to_string()).collect();
+            writeln!(
+                out,
+                "           {} iterations per step {}",
+                r.solver,
+                its.join(", ")
+            )?;
         }
     }
     writeln!(

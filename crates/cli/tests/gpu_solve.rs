@@ -1,4 +1,5 @@
-//! `ferrofem solve` on the GPU reaches the CPU's discrete solution. Needs a CUDA device:
+//! `ferrofem solve` on the GPU (linear problems, and the nonlinear one by Newton–GMRES)
+//! reaches the CPU's discrete solution. Needs a CUDA device:
 //! skipped when none is usable, unless FERROFEM_REQUIRE_GPU=1.
 #![cfg(feature = "cuda")]
 
@@ -28,6 +29,17 @@ fn check(
     dirichlet: DirichletSpec,
     dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
 ) {
+    check_with(mesh, kind, order, dirichlet, SolverKind::Pcg, dev)
+}
+
+fn check_with(
+    mesh: &Mesh,
+    kind: ProblemKind,
+    order: usize,
+    dirichlet: DirichletSpec,
+    solver: SolverKind,
+    dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
+) {
     let options = ProblemOptions {
         kind,
         order,
@@ -35,7 +47,7 @@ fn check(
         ..ProblemOptions::default()
     };
     let mut settings = SolveSettings {
-        solver: Some(SolverKind::Pcg),
+        solver: Some(solver),
         precision: Precision::F64,
         rtol: Some(1e-12),
         ..SolveSettings::default()
@@ -102,6 +114,15 @@ fn gpu_solves_reach_the_cpu_discrete_solution() {
         DirichletSpec::default(),
         &dev,
     );
+    // GMRES on a linear problem: the same solution as the CPU's GMRES
+    check_with(
+        &b("tri:16x16,perturb=0.2,seed=2"),
+        ProblemKind::PoissonVarcoef,
+        2,
+        DirichletSpec::default(),
+        SolverKind::Gmres,
+        &dev,
+    );
     // a real Gmsh mesh with Dirichlet on named groups only (natural conditions elsewhere)
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/data/gmsh/box_tet_v41_binary.msh");
@@ -110,6 +131,107 @@ fn gpu_solves_reach_the_cpu_discrete_solution() {
         &mesh,
         ProblemKind::Poisson,
         2,
+        DirichletSpec::parse_list("xmin,ymin"),
+        &dev,
+    );
+}
+
+/// Newton–GMRES on the GPU (the default solver there for the nonlinear problem) against
+/// Newton with sparse LU on the CPU, both to `‖F‖ <= 1e-12 ‖F₀‖`.
+fn check_nonlinear(
+    mesh: &Mesh,
+    order: usize,
+    dirichlet: DirichletSpec,
+    dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
+) {
+    let options = ProblemOptions {
+        kind: ProblemKind::Nonlinear,
+        order,
+        dirichlet,
+        ..ProblemOptions::default()
+    };
+    let mut settings = SolveSettings {
+        solver: None,
+        precision: Precision::F64,
+        rtol: Some(1e-12),
+        ..SolveSettings::default()
+    };
+    let cpu = solve(mesh, &options, &settings, &Progress::hidden()).unwrap();
+    assert_eq!(cpu.report.solver, "direct");
+    settings.device = Some(dev.clone());
+    let gpu = solve(mesh, &options, &settings, &Progress::hidden()).unwrap();
+    assert_eq!(gpu.report.solver, "gmres");
+    let num: f64 = cpu
+        .u
+        .iter()
+        .zip(&gpu.u)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
+    let den: f64 = cpu.u.iter().map(|a| a * a).sum::<f64>().sqrt();
+    let (cn, gn) = (
+        cpu.report.newton.as_ref().expect("CPU Newton report"),
+        gpu.report.newton.as_ref().expect("GPU Newton report"),
+    );
+    eprintln!(
+        "nonlinear P{order} {}: cpu {} Newton steps L2 {:.3e} | gpu {} Newton steps, GMRES {:?}, \
+         L2 {:.3e}, ‖F‖ {:?} | rel diff {:.1e} | {}",
+        mesh.cell_type(),
+        cn.steps,
+        cpu.report.errors.l2,
+        gn.steps,
+        gn.linear_iterations,
+        gpu.report.errors.l2,
+        gn.residual_history,
+        num / den,
+        gpu.report.method
+    );
+    assert!(
+        num / den < 1e-8,
+        "GPU and CPU Newton solutions differ by {:e}",
+        num / den
+    );
+    assert!((gpu.report.errors.l2 - cpu.report.errors.l2).abs() <= 1e-6 * cpu.report.errors.l2);
+    // converged, in few steps, quadratically once in the basin
+    let h = &gn.residual_history;
+    assert!(h[h.len() - 1] <= 1e-12 * h[0], "{h:?}");
+    assert!(gn.steps <= cn.steps + 3 && gn.steps <= 12, "{h:?}");
+    assert!(gn.orders.iter().any(|&q| q > 1.5), "orders {:?}", gn.orders);
+    // the GMRES iterations of every Newton step, summing to the total
+    assert_eq!(gn.linear_iterations.len(), gn.steps);
+    assert!(gn.linear_iterations.iter().all(|&k| k > 0));
+    assert_eq!(
+        gn.linear_iterations.iter().sum::<usize>(),
+        gpu.report.iterations
+    );
+}
+
+#[test]
+fn gpu_newton_gmres_reaches_the_cpu_newton_solution() {
+    let Some(dev) = gpu() else { return };
+    let b = |s: &str| generate_box(&BoxSpec::parse(s).unwrap()).unwrap();
+    check_nonlinear(
+        &b("tri:16x16,perturb=0.2,seed=2"),
+        2,
+        DirichletSpec::default(),
+        &dev,
+    );
+    check_nonlinear(
+        &b("tet:6x6x6,perturb=0.2,seed=2"),
+        1,
+        DirichletSpec::default(),
+        &dev,
+    );
+    check_nonlinear(
+        &b("tet:4x4x4,perturb=0.2,seed=2"),
+        2,
+        DirichletSpec::default(),
+        &dev,
+    );
+    // natural conditions on part of the boundary: the Neumann load enters the residual
+    check_nonlinear(
+        &b("tri:16x16,perturb=0.2,seed=3"),
+        1,
         DirichletSpec::parse_list("xmin,ymin"),
         &dev,
     );

@@ -102,7 +102,7 @@ fn direct_and_matrix_free_solvers_agree() {
         let direct = run(spec, &opts, &settings(SolverKind::Direct));
         let u_ref = &direct.u;
         let scale = u_ref.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for solver in [SolverKind::Pcg, SolverKind::Cg] {
+        for solver in [SolverKind::Pcg, SolverKind::Cg, SolverKind::Gmres] {
             let it = run(spec, &opts, &settings(solver));
             let diff =
                 it.u.iter()
@@ -167,12 +167,81 @@ fn newton_converges_quadratically() {
     assert!(nw.step_lengths.iter().all(|&l| l > 0.0 && l <= 1.0));
     assert!(s.report.errors.l2_rel < 1e-3, "{:?}", s.report.errors);
 
+    // direct solves report no Krylov iterations, one entry per step
+    assert_eq!(nw.linear_iterations, vec![0; nw.steps]);
+
     // CG/PCG are refused for the nonsymmetric Jacobian, with a reason.
     let m = mesh("tri:4x4");
     let err =
         solve(&m, &opts, &settings(SolverKind::Pcg), &Progress::hidden()).expect_err("pcg refused");
     assert!(matches!(err, PipelineError::Unsupported(_)));
     assert!(err.to_string().contains("direct"), "{err}");
+    assert!(err.to_string().contains("gmres"), "{err}");
+}
+
+#[test]
+fn newton_gmres_reaches_the_newton_direct_solution() {
+    // Newton with matrix-free Jacobi-GMRES steps against Newton with sparse LU steps, both
+    // to ‖F‖ <= 1e-12 ‖F₀‖: the same discrete solution. With natural conditions on part of
+    // the boundary, so that the Neumann load is part of the residual.
+    for (spec, order, dirichlet) in [
+        ("tri:12x12,perturb=0.2,seed=4", 2, DirichletSpec::default()),
+        ("tet:4x4x4,perturb=0.2,seed=4", 2, DirichletSpec::default()),
+        (
+            "tri:16x16,perturb=0.2,seed=5",
+            1,
+            DirichletSpec::parse_list("xmin,ymin"),
+        ),
+    ] {
+        let opts = ProblemOptions {
+            dirichlet,
+            ..options(ProblemKind::Nonlinear, order)
+        };
+        let tight = |solver| SolveSettings {
+            rtol: Some(1e-12),
+            ..settings(solver)
+        };
+        let direct = run(spec, &opts, &tight(SolverKind::Direct));
+        let it = run(spec, &opts, &tight(SolverKind::Gmres));
+        assert_eq!(it.report.solver, "gmres");
+        assert!(it.report.method.contains("GMRES"), "{}", it.report.method);
+        let diff =
+            it.u.iter()
+                .zip(&direct.u)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+        let scale = direct.u.iter().map(|a| a * a).sum::<f64>().sqrt();
+        assert!(
+            diff <= 1e-9 * scale,
+            "{spec}: GMRES and direct Newton differ by {:e}",
+            diff / scale
+        );
+        let nw = it.report.newton.as_ref().expect("Newton report");
+        eprintln!(
+            "{spec} P{order}: rel diff {:.1e}, Newton steps {} (direct {}), GMRES per step {:?}",
+            diff / scale,
+            nw.steps,
+            direct.report.newton.as_ref().expect("report").steps,
+            nw.linear_iterations
+        );
+        let h = &nw.residual_history;
+        assert!(h[h.len() - 1] <= 1e-12 * h[0], "{h:?}");
+        // inexact Newton with the forcing term min(0.1, ‖F_k‖/‖F₀‖) stays fast: a few more
+        // steps than exact Newton at most, and quadratic once in the basin
+        let direct_steps = direct.report.newton.as_ref().expect("report").steps;
+        assert!(nw.steps <= direct_steps + 3, "{h:?}");
+        assert!(nw.orders.iter().any(|&q| q > 1.7), "orders {:?}", nw.orders);
+        // per-step GMRES iterations: one entry per step, all positive, summing to the total
+        assert_eq!(nw.linear_iterations.len(), nw.steps);
+        assert!(nw.linear_iterations.iter().all(|&k| k > 0));
+        assert_eq!(
+            nw.linear_iterations.iter().sum::<usize>(),
+            it.report.iterations
+        );
+        let (e1, e2) = (it.report.errors.l2, direct.report.errors.l2);
+        assert!((e1 - e2).abs() <= 1e-6 * e2, "{e1} vs {e2}");
+    }
 }
 
 #[test]

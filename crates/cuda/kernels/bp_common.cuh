@@ -42,21 +42,9 @@ __device__ __forceinline__ void accumulate(real* v, u32 idx, real val, bool inte
     else atomicAdd(v + idx, val);
 }
 
-// Metric factors of the trilinear map at reference point (a, b, c) with weight w, from the
-// element's 12 edge vectors (s_edge[dir][edge][comp], dir 0: along x ...).
-__device__ __forceinline__ void geo_point(const real (*ed)[4][3], real a, real b, real c, real w,
-                                          real* G, real* wdetj) {
-    const real a0 = (real)0.5 * (1 - a), a1 = (real)0.5 * (1 + a);
-    const real b0 = (real)0.5 * (1 - b), b1 = (real)0.5 * (1 + b);
-    const real c0 = (real)0.5 * (1 - c), c1 = (real)0.5 * (1 + c);
-    real J[3][3];
-#pragma unroll
-    for (int d = 0; d < 3; d++) {
-        // edges along x at (y,z) = (0,0),(1,0),(0,1),(1,1) -> weights b0c0, b1c0, b0c1, b1c1
-        J[d][0] = (real)0.5 * (ed[0][0][d] * b0 * c0 + ed[0][1][d] * b1 * c0 + ed[0][2][d] * b0 * c1 + ed[0][3][d] * b1 * c1);
-        J[d][1] = (real)0.5 * (ed[1][0][d] * a0 * c0 + ed[1][1][d] * a1 * c0 + ed[1][2][d] * a0 * c1 + ed[1][3][d] * a1 * c1);
-        J[d][2] = (real)0.5 * (ed[2][0][d] * a0 * b0 + ed[2][1][d] * a1 * b0 + ed[2][2][d] * a0 * b1 + ed[2][3][d] * a1 * b1);
-    }
+// From the Jacobian J of the map at a point with weight w: the symmetric factors
+// G = w det(J) J^{-1} J^{-T} (00, 01, 02, 11, 12, 22) and w det(J).
+__device__ __forceinline__ void metric_from_jacobian(const real (*J)[3], real w, real* G, real* wdetj) {
     // cofactors C[i][k] of J; adj(J) = C^T, J^{-1} = C^T / det
     real C[3][3];
     C[0][0] = J[1][1] * J[2][2] - J[1][2] * J[2][1];
@@ -78,6 +66,24 @@ __device__ __forceinline__ void geo_point(const real (*ed)[4][3], real a, real b
     G[3] = s * (C[0][1] * C[0][1] + C[1][1] * C[1][1] + C[2][1] * C[2][1]);
     G[4] = s * (C[0][1] * C[0][2] + C[1][1] * C[1][2] + C[2][1] * C[2][2]);
     G[5] = s * (C[0][2] * C[0][2] + C[1][2] * C[1][2] + C[2][2] * C[2][2]);
+}
+
+// Metric factors of the trilinear map at reference point (a, b, c) with weight w, from the
+// element's 12 edge vectors (s_edge[dir][edge][comp], dir 0: along x ...).
+__device__ __forceinline__ void geo_point(const real (*ed)[4][3], real a, real b, real c, real w,
+                                          real* G, real* wdetj) {
+    const real a0 = (real)0.5 * (1 - a), a1 = (real)0.5 * (1 + a);
+    const real b0 = (real)0.5 * (1 - b), b1 = (real)0.5 * (1 + b);
+    const real c0 = (real)0.5 * (1 - c), c1 = (real)0.5 * (1 + c);
+    real J[3][3];
+#pragma unroll
+    for (int d = 0; d < 3; d++) {
+        // edges along x at (y,z) = (0,0),(1,0),(0,1),(1,1) -> weights b0c0, b1c0, b0c1, b1c1
+        J[d][0] = (real)0.5 * (ed[0][0][d] * b0 * c0 + ed[0][1][d] * b1 * c0 + ed[0][2][d] * b0 * c1 + ed[0][3][d] * b1 * c1);
+        J[d][1] = (real)0.5 * (ed[1][0][d] * a0 * c0 + ed[1][1][d] * a1 * c0 + ed[1][2][d] * a0 * c1 + ed[1][3][d] * a1 * c1);
+        J[d][2] = (real)0.5 * (ed[2][0][d] * a0 * b0 + ed[2][1][d] * a1 * b0 + ed[2][2][d] * a0 * b1 + ed[2][3][d] * a1 * b1);
+    }
+    metric_from_jacobian(J, w, G, wdetj);
 }
 #define geo_point_any geo_point
 

@@ -1,4 +1,4 @@
-// Bake-off operators, v2: pencil contractions (see notes/gpu-bp.md).
+// Bake-off operators, v2+: pencil contractions (see notes/gpu-bp.md).
 //
 // Thread block (T1D, T1D, EPB), T1D = max(N, Q). In each contraction phase a thread owns
 // one whole 1-D pencil of its element: it reads the pencil from shared memory, forms all
@@ -7,9 +7,19 @@
 // thread (a, b) plays the x-pencil (y=a, z=b), the y-pencil (x=a, z=b) or the z-column
 // (x=a, y=b); z-columns are held in registers.
 //
-// Stored geometry of the whole block is contiguous and fetched with one bulk copy per
-// element (cp.async.bulk, Hopper's copy engine) into shared memory at kernel start,
-// completing on an mbarrier that the pointwise phase waits on.
+// BP3 and BP3.5 share the gradient / pointwise / transposed-gradient phases on the Q^3
+// points (for BP3.5, Q = N and the points are the GLL nodes, so the values there are the
+// nodal values and no interpolation happens).
+//
+// Stored geometry of a block's elements is fetched with bulk copies (cp.async.bulk,
+// Hopper's copy engine) into shared memory, completing on an mbarrier that the pointwise
+// phase waits on (GEOLOAD 0), or read directly from global memory there (GEOLOAD 1).
+//
+// PIPE 1 (v5, persistent): a block loops over element groups (grid-stride). While it
+// computes group g it already has group g + gridDim's input gather in flight (cp.async into
+// a staging buffer, issued as soon as the staging buffer is consumed) and its geometry
+// (bulk copy, issued as soon as the pointwise phase has consumed the current one), so the
+// dependent offsets -> values loads and the geometry stream overlap the contractions.
 //
 // Needs (prepended by the host): the prelude, bp_common.cuh, and the constant matrices
 //   __constant__ real cB[Q*N] (OP 1, 3: GLL -> Gauss interpolation, row-major [q][n]),
@@ -21,32 +31,39 @@
 #define QQ (Q * Q)
 #define NN (N * N)
 #define VREG 24
-#if OP == 5
-#define REG (N * N * PADN)
-#elif OP == 3
-#define REG (Q * Q * PADQ)
-#else
-#define REG (N * Q * PADQ)
-#endif
 #ifndef GEOLOAD
 #define GEOLOAD 0
 #endif
-// stored geometry staged in shared memory by bulk copies (GEOLOAD 0) or read from global
-// memory in the pointwise phase (GEOLOAD 1)
-#define TMA_GEO (GEO == 0 && GEOLOAD == 0)
-#if OP == 1
-// BP1: the input staging (sA) and the y-contraction output (sC) have disjoint lifetimes
-#define WORK (2 * REG + (GEO == 1 ? VREG : 0))
-#else
-#define WORK (3 * REG + (TMA_GEO ? 0 : REG) + (GEO == 1 ? VREG : 0))
+#ifndef PIPE
+#define PIPE 0
 #endif
-#define GALL (TMA_GEO ? EPB * GSTRIDE : 0)
 #ifndef MINB
 #define MINB 1
 #endif
 #ifndef INTLAST
 #define INTLAST 0
 #endif
+#if OP == 1
+#define REG (N * Q * PADQ)
+#else
+#define REG (Q * Q * PADQ)
+#endif
+// stored geometry staged in shared memory by bulk copies
+#define TMA_GEO (GEO == 0 && GEOLOAD == 0)
+// the staging buffer of the persistent kernel's input gather
+#define STG (PIPE ? N * N * PADN : 0)
+#if OP == 1
+// BP1: the input staging (sA) and the y-contraction output (sC) have disjoint lifetimes
+#define NREG 2
+#else
+// BP3 / BP3.5: the fourth region aliases the consumed geometry slot unless it is refilled
+// early (PIPE)
+#define NREG ((TMA_GEO && !PIPE) ? 3 : 4)
+#endif
+#define WORK (NREG * REG + STG + (GEO == 1 ? VREG : 0))
+#define GALL (TMA_GEO ? EPB * GSTRIDE : 0)
+// threads owning a z-column of nodes
+#define OWNER (a < N && b < N)
 
 #if INTLAST
 // Interior-last numbering: interior node (i, j, k) of element e is nskel + e * NI + its
@@ -70,34 +87,47 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
     return a;
 }
 
+#if PIPE
+// asynchronous element-wise copy global -> shared (no registers held while in flight)
+__device__ __forceinline__ void cp_async_real(real* dst, const real* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem_u32(dst)), "l"(src), "n"((int)sizeof(real)) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+#endif
+
 #if TMA_GEO
-// One thread starts the bulk copies of the block's stored geometry; everybody syncs once.
-__device__ __forceinline__ void geometry_prefetch(const real* FF_RESTRICT geo, u32 e0, u32 nelem, real* dst, u64* bar, int tid) {
+__device__ __forceinline__ void geometry_barrier_init(u64* bar, int tid) {
     if (tid == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_u32(bar)), "r"(1) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    if (tid == 0) {
-        const u32 nvalid = (nelem - e0) < EPB ? (nelem - e0) : EPB;
-        const u32 bytes = nvalid * GSTRIDE * (u32)sizeof(real);
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
-        for (u32 le = 0; le < nvalid; le++) {
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                         :: "r"(smem_u32(dst + le * GSTRIDE)), "l"(geo + (size_t)(e0 + le) * GSTRIDE),
-                            "r"((u32)(GSTRIDE * sizeof(real))), "r"(smem_u32(bar)) : "memory");
-        }
+}
+
+// Thread 0 starts the bulk copies of the stored geometry of elements e0 .. e0 + EPB.
+__device__ __forceinline__ void geometry_issue(const real* FF_RESTRICT geo, u32 e0, u32 nelem, real* dst, u64* bar) {
+    const u32 nvalid = (nelem - e0) < EPB ? (nelem - e0) : EPB;
+    const u32 bytes = nvalid * GSTRIDE * (u32)sizeof(real);
+    // order earlier generic-proxy reads of the slot before the async-proxy writes
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
+    for (u32 le = 0; le < nvalid; le++) {
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(smem_u32(dst + le * GSTRIDE)), "l"(geo + (size_t)(e0 + le) * GSTRIDE),
+                        "r"((u32)(GSTRIDE * sizeof(real))), "r"(smem_u32(bar)) : "memory");
     }
 }
 
-__device__ __forceinline__ void geometry_wait(u64* bar) {
+__device__ __forceinline__ void geometry_wait(u64* bar, u32 parity) {
     u32 done;
     do {
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(0) : "memory");
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
     } while (!done);
 }
 #endif
+
 #if GEO == 1
 // Trilinear map along one z-column (x = xi, y = eta fixed): J[:,0] = P0 + P1 z,
 // J[:,1] = R0 + R1 z, J[:,2] = C2 (constant). Vertices in sv[comp * 8 + v].
@@ -130,26 +160,31 @@ __device__ __forceinline__ void column_point(const ColumnMap& m, real z, real w,
         J[d][1] = m.R0[d] + m.R1[d] * z;
         J[d][2] = m.C2[d];
     }
-    real C[3][3];
-    C[0][0] = J[1][1] * J[2][2] - J[1][2] * J[2][1];
-    C[0][1] = J[1][2] * J[2][0] - J[1][0] * J[2][2];
-    C[0][2] = J[1][0] * J[2][1] - J[1][1] * J[2][0];
-    C[1][0] = J[0][2] * J[2][1] - J[0][1] * J[2][2];
-    C[1][1] = J[0][0] * J[2][2] - J[0][2] * J[2][0];
-    C[1][2] = J[0][1] * J[2][0] - J[0][0] * J[2][1];
-    C[2][0] = J[0][1] * J[1][2] - J[0][2] * J[1][1];
-    C[2][1] = J[0][2] * J[1][0] - J[0][0] * J[1][2];
-    C[2][2] = J[0][0] * J[1][1] - J[0][1] * J[1][0];
-    const real det = J[0][0] * C[0][0] + J[0][1] * C[0][1] + J[0][2] * C[0][2];
-    *wdetj = w * det;
-    const real s = w / det;
-    G[0] = s * (C[0][0] * C[0][0] + C[1][0] * C[1][0] + C[2][0] * C[2][0]);
-    G[1] = s * (C[0][0] * C[0][1] + C[1][0] * C[1][1] + C[2][0] * C[2][1]);
-    G[2] = s * (C[0][0] * C[0][2] + C[1][0] * C[1][2] + C[2][0] * C[2][2]);
-    G[3] = s * (C[0][1] * C[0][1] + C[1][1] * C[1][1] + C[2][1] * C[2][1]);
-    G[4] = s * (C[0][1] * C[0][2] + C[1][1] * C[1][2] + C[2][1] * C[2][2]);
-    G[5] = s * (C[0][2] * C[0][2] + C[1][2] * C[1][2] + C[2][2] * C[2][2]);
+    metric_from_jacobian(J, w, G, wdetj);
 }
+#endif
+
+#if PIPE
+// the next group's gather into the staging buffer, once every thread has consumed it
+#define STAGE_REFILL()                                                                   \
+    do {                                                                                 \
+        if (next_active && OWNER) {                                                      \
+            _Pragma("unroll") for (int k = 0; k < N; k++) cp_async_real(&sIn[k][b][a], u + r_nidx[k]); \
+        }                                                                                \
+        cp_async_commit();                                                               \
+    } while (0)
+#if TMA_GEO
+// the next group's geometry into the slot, once the pointwise phase has consumed it
+#define GEO_REFILL()                                                                     \
+    do {                                                                                 \
+        if (tid == 0 && gnext < ngroups) geometry_issue(geo, gnext * EPB, nelem, smem, &bar); \
+    } while (0)
+#else
+#define GEO_REFILL() do { } while (0)
+#endif
+#else
+#define STAGE_REFILL() do { } while (0)
+#define GEO_REFILL() do { } while (0)
 #endif
 
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB, MINB)
@@ -160,325 +195,328 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real* smem = (real*)ff_smem;
     const int a = threadIdx.x, b = threadIdx.y, le = threadIdx.z;
     const int tid = a + T1D * (b + T1D * le);
-    const u32 e0 = blockIdx.x * EPB;
-    const u32 e = e0 + le;
-    const bool active = e < nelem;
+    const u32 ngroups = (nelem + EPB - 1) / EPB;
     real* work = smem + GALL + le * WORK;
 #if TMA_GEO
     __shared__ __align__(8) u64 bar;
     const real* sG = smem + le * GSTRIDE;
-    geometry_prefetch(geo, e0, nelem, smem, &bar, tid);
-#elif GEO == 0
-    const real* sG = geo + (size_t)(active ? e : 0) * GSTRIDE;   // read directly (GEOLOAD 1)
-#else
+    geometry_barrier_init(&bar, tid);
+#endif
+#if GEO == 1
     real* sv = work + WORK - VREG;
-    if (active)
-        for (int t = a + T1D * b; t < 24; t += T1D * T1D) sv[t] = geo[(size_t)e * 24 + t];
+#endif
+    // work regions (see the phase comments for their roles)
+    real* R0 = work;
+    real* R1 = work + REG;
+#if OP != 1
+    real* R2 = work + 2 * REG;
+#if NREG == 4
+    real* R3 = work + 3 * REG;
+#else
+    real* R3 = smem + le * GSTRIDE;   // the element's geometry slot, once consumed
+#endif
+#endif
+#if PIPE
+    real (*sIn)[N][PADN] = (real (*)[N][PADN])(work + NREG * REG);
+#else
+    real (*sIn)[N][PADN] = (real (*)[N][PADN])R0;
 #endif
     u32 r_idx[N];
 
+#if PIPE
+    // prologue: the first group's geometry and gather
+    u32 grp = blockIdx.x;
+    if (grp < ngroups) {
+        const u32 e = grp * EPB + le;
+#if TMA_GEO
+        if (tid == 0) geometry_issue(geo, grp * EPB, nelem, smem, &bar);
+#endif
+        if (e < nelem && OWNER) {
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                r_idx[k] = node_index(offsets, e, nskel, a, b, k);
+                cp_async_real(&sIn[k][b][a], u + r_idx[k]);
+            }
+        }
+        cp_async_commit();
+    }
+    for (u32 it = 0; grp < ngroups; it++, grp += gridDim.x) {
+        const u32 gnext = grp + gridDim.x;
+        const u32 e = grp * EPB + le, en = gnext * EPB + le;
+        const bool active = e < nelem, next_active = gnext < ngroups && en < nelem;
+        // the next group's indices: in flight during this group's first phase
+        u32 r_nidx[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) r_nidx[k] = 0;
+        if (next_active && OWNER) {
+#pragma unroll
+            for (int k = 0; k < N; k++) r_nidx[k] = node_index(offsets, en, nskel, a, b, k);
+        }
+#else
+    {
+        const u32 it = 0;
+        const u32 e = blockIdx.x * EPB + le;
+        const bool active = e < nelem;
+#if TMA_GEO
+        if (tid == 0) geometry_issue(geo, blockIdx.x * EPB, nelem, smem, &bar);
+#endif
+#endif
+#if GEO == 0 && !TMA_GEO
+        const real* sG = geo + (size_t)(active ? e : 0) * GSTRIDE;   // read directly (GEOLOAD 1)
+#endif
+#if GEO == 1
+        if (active)
+            for (int t = a + T1D * b; t < VREG; t += T1D * T1D) sv[t] = geo[(size_t)e * VREG + t];
+#endif
+#if OP == 1 && GEO == 0 && !TMA_GEO
+        real gW[Q];   // this column's weights, loaded before the gather completes
+        if (active) {
+#pragma unroll
+            for (int q = 0; q < Q; q++) gW[q] = sG[q * QQ + b * Q + a];
+        }
+#endif
+#if PIPE
+        cp_async_wait_all();
+#else
+        if (active && OWNER) {
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                r_idx[k] = node_index(offsets, e, nskel, a, b, k);
+                sIn[k][b][a] = u[r_idx[k]];
+            }
+        }
+#endif
+        __syncthreads();
+
+        real rq[Q];   // z-column of values at the points (x = a, y = b)
 #if OP == 5
-    // ============================ BP3.5: collocated at GLL nodes ==========================
-    real (*sU)[N][PADN] = (real (*)[N][PADN])work;
-    real (*sR)[N][PADN] = (real (*)[N][PADN])(work + REG);
-    real (*sS)[N][PADN] = (real (*)[N][PADN])(work + 2 * REG);
-#if TMA_GEO
-    real (*sQ)[N][PADN] = (real (*)[N][PADN])(smem + le * GSTRIDE);   // after the geometry is used
+        // collocated: the values at the points are the nodal values
+        real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])sIn;
+        if (active) {
+#pragma unroll
+            for (int k = 0; k < Q; k++) rq[k] = sIn[k][b][a];
+        }
 #else
-    real (*sQ)[N][PADN] = (real (*)[N][PADN])(work + 3 * REG);
-#endif
-    real r_u[N];
-    if (active) {
-#pragma unroll
-        for (int k = 0; k < N; k++) {
-            r_idx[k] = node_index(offsets, e, nskel, a, b, k);
-            r_u[k] = u[r_idx[k]];
-            sU[k][b][a] = r_u[k];
-        }
-    }
-    __syncthreads();
-    // x-pencil (y=a, z=b) -> sR: d/dx;  y-pencil (x=a, z=b) -> sS: d/dy
-    if (active) {
-        real row[N], col[N];
-#pragma unroll
-        for (int n = 0; n < N; n++) { row[n] = sU[b][a][n]; col[n] = sU[b][n][a]; }
-#pragma unroll
-        for (int m = 0; m < N; m++) {
-            real sr = 0, ss = 0;
-#pragma unroll
-            for (int n = 0; n < N; n++) { sr += cD[m * N + n] * row[n]; ss += cD[m * N + n] * col[n]; }
-            sR[b][a][m] = sr;
-            sS[b][m][a] = ss;
-        }
-    }
-    __syncthreads();
-#if TMA_GEO
-    geometry_wait(&bar);
-#endif
-    real r_gt[N], r_m[N];
-    if (active) {
-#if GEO == 1
-        const ColumnMap cm = column_map(sv, cX[a], cX[b]);
-#endif
-#pragma unroll
-        for (int k = 0; k < N; k++) {
-            real ut = 0;
-#pragma unroll
-            for (int n = 0; n < N; n++) ut += cD[k * N + n] * r_u[n];
-            const real ur = sR[k][b][a], us = sS[k][b][a];
-            real G[6], wdetj = 0;
-#if GEO == 0
-#pragma unroll
-            for (int c = 0; c < 6; c++) G[c] = sG[c * NNN + k * NN + b * N + a];
-            if (MASS) wdetj = sG[6 * NNN + k * NN + b * N + a];
-#else
-            column_point(cm, cX[k], cW[a] * cW[b] * cW[k], G, &wdetj);
-#endif
-            sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
-            sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
-            r_gt[k] = G[2] * ur + G[4] * us + G[5] * ut;
-            r_m[k] = MASS ? alpha * wdetj * r_u[k] : (real)0;
-        }
-    }
-    __syncthreads();
-    // transposed: x-pencil rows of sR -> sU, y-pencil columns of sS -> sQ
-    if (active) {
-        real row[N], col[N];
-#pragma unroll
-        for (int n = 0; n < N; n++) { row[n] = sR[b][a][n]; col[n] = sS[b][n][a]; }
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            real sx = 0, sy = 0;
-#pragma unroll
-            for (int m = 0; m < N; m++) { sx += cD[m * N + i] * row[m]; sy += cD[m * N + i] * col[m]; }
-            sU[b][a][i] = sx;
-            sQ[b][i][a] = sy;
-        }
-    }
-    __syncthreads();
-    if (active) {
-#pragma unroll
-        for (int k = 0; k < N; k++) {
-            real acc = sU[k][b][a] + sQ[k][b][a] + r_m[k];
-#pragma unroll
-            for (int m = 0; m < N; m++) acc += cD[m * N + k] * r_gt[m];
-            accumulate(v, r_idx[k], acc, is_interior(a, b, k));
-        }
-    }
-#else
-    // ======================= BP1 / BP3: interpolation to Q Gauss points ====================
-    // three regions, reused: R0 = sA (N,N,PADN) / sU (Q,Q,PADQ); R1 = sB (N,N,PADQ) / sR;
-    // R2 = sC (N,Q,PADQ) / sS; (BP3) R3 = sV: the element's geometry slot once consumed.
-    real (*sA)[N][PADN] = (real (*)[N][PADN])work;
-    real (*sB)[N][PADQ] = (real (*)[N][PADQ])(work + REG);
+        // interpolation to the Gauss points; x-pencils (y=a, z=b) -> sB (R1)
+        real (*sB)[N][PADQ] = (real (*)[N][PADQ])R1;
 #if OP == 1
-    real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])work;   // shares R0 with sA (disjoint lifetimes)
-#if GEO == 0 && GEOLOAD == 1
-    real gW[Q];   // this column's weights, loaded before the gather
-    if (active) {
-#pragma unroll
-        for (int q = 0; q < Q; q++) gW[q] = sG[q * QQ + b * Q + a];
-    }
-#endif
+        real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])R0;   // shares R0 with sA (disjoint lifetimes)
 #else
-    real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])(work + 2 * REG);
+        real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])R2;
 #endif
-    if (active && a < N && b < N) {
+        real (*sA)[N][PADN] = (real (*)[N][PADN])R0;   // output of the last transposed phase
+        if (active && OWNER) {
+            real in[N];
 #pragma unroll
-        for (int k = 0; k < N; k++) {
-            r_idx[k] = node_index(offsets, e, nskel, a, b, k);
-            sA[k][b][a] = u[r_idx[k]];
+            for (int n = 0; n < N; n++) in[n] = sIn[b][a][n];
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                real s = 0;
+#pragma unroll
+                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
+                sB[b][a][q] = s;
+            }
         }
-    }
-    __syncthreads();
-    // x: pencils (y=a, z=b), a, b < N
-    if (active && a < N && b < N) {
-        real in[N];
+        __syncthreads();
+        STAGE_REFILL();
+        // y: pencils (x=a < Q, z=b < N) -> sC
+        if (active && b < N) {
+            real in[N];
 #pragma unroll
-        for (int n = 0; n < N; n++) in[n] = sA[b][a][n];
+            for (int n = 0; n < N; n++) in[n] = sB[b][n][a];
 #pragma unroll
-        for (int q = 0; q < Q; q++) {
-            real s = 0;
+            for (int q = 0; q < Q; q++) {
+                real s = 0;
 #pragma unroll
-            for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-            sB[b][a][q] = s;
+                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
+                sC[b][q][a] = s;
+            }
         }
-    }
-    __syncthreads();
-    // y: pencils (x=a < Q, z=b < N)
-    if (active && b < N) {
-        real in[N];
+        __syncthreads();
+        // z: columns (x=a, y=b) into registers
+        if (active) {
+            real in[N];
 #pragma unroll
-        for (int n = 0; n < N; n++) in[n] = sB[b][n][a];
+            for (int n = 0; n < N; n++) in[n] = sC[n][b][a];
 #pragma unroll
-        for (int q = 0; q < Q; q++) {
-            real s = 0;
+            for (int q = 0; q < Q; q++) {
+                real s = 0;
 #pragma unroll
-            for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-            sC[b][q][a] = s;
+                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
+                rq[q] = s;
+            }
         }
-    }
-    __syncthreads();
-    // z: columns (x=a, y=b) into registers
-    real rq[Q];
-    if (active) {
-        real in[N];
-#pragma unroll
-        for (int n = 0; n < N; n++) in[n] = sC[n][b][a];
-#pragma unroll
-        for (int q = 0; q < Q; q++) {
-            real s = 0;
-#pragma unroll
-            for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-            rq[q] = s;
-        }
-    }
+#endif
+
 #if OP == 1
+        // ============================ BP1: pointwise weights ==============================
 #if TMA_GEO
-    geometry_wait(&bar);
+        geometry_wait(&bar, it & 1);
 #endif
-    if (active) {
+        if (active) {
 #if GEO == 1
-        const ColumnMap cm = column_map(sv, cX[a], cX[b]);
+            const ColumnMap cm = column_map(sv, cX[a], cX[b]);
 #endif
 #pragma unroll
-        for (int q = 0; q < Q; q++) {
+            for (int q = 0; q < Q; q++) {
 #if TMA_GEO
-            rq[q] *= sG[q * QQ + b * Q + a];
+                rq[q] *= sG[q * QQ + b * Q + a];
 #elif GEO == 0
-            rq[q] *= gW[q];
+                rq[q] *= gW[q];
 #else
-            real G[6], wdetj;
-            column_point(cm, cX[q], cW[a] * cW[b] * cW[q], G, &wdetj);
-            rq[q] *= wdetj;
+                real G[6], wdetj;
+                column_point(cm, cX[q], cW[a] * cW[b] * cW[q], G, &wdetj);
+                rq[q] *= wdetj;
 #endif
+            }
         }
-    }
 #else
-    // gradient at the Gauss points through the collocated derivative cD (Q x Q)
-    real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])work;
-    real (*sR)[Q][PADQ] = (real (*)[Q][PADQ])(work + REG);
-    real (*sS)[Q][PADQ] = (real (*)[Q][PADQ])(work + 2 * REG);
-#if TMA_GEO
-    real (*sV)[Q][PADQ] = (real (*)[Q][PADQ])(smem + le * GSTRIDE);
-#else
-    real (*sV)[Q][PADQ] = (real (*)[Q][PADQ])(work + 3 * REG);
-#endif
-    __syncthreads();   // everyone is done reading sC / sA before sU overwrites R0
-    if (active) {
+        // =============== BP3 / BP3.5: gradient, metric, transposed gradient ================
+        // on the Q^3 points with the collocated derivative cD (Q x Q); regions: sU the
+        // values (R0, or the input for BP3.5), sR (R1) and sS (R2) the x / y derivatives and
+        // then the fluxes, sX (R0) and sV (R3) the transposed x / y contractions
+#if OP == 3
+        real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])R0;
+        if (active) {
 #pragma unroll
-        for (int q = 0; q < Q; q++) sU[q][b][a] = rq[q];
-    }
-    __syncthreads();
-    if (active) {
-        real row[Q], col[Q];
-#pragma unroll
-        for (int n = 0; n < Q; n++) { row[n] = sU[b][a][n]; col[n] = sU[b][n][a]; }
-#pragma unroll
-        for (int m = 0; m < Q; m++) {
-            real sr = 0, ss = 0;
-#pragma unroll
-            for (int n = 0; n < Q; n++) { sr += cD[m * Q + n] * row[n]; ss += cD[m * Q + n] * col[n]; }
-            sR[b][a][m] = sr;
-            sS[b][m][a] = ss;
+            for (int q = 0; q < Q; q++) sU[q][b][a] = rq[q];
         }
-    }
-    __syncthreads();
-#if TMA_GEO
-    geometry_wait(&bar);
+        __syncthreads();
 #endif
-    real rt[Q], rm[Q];
-    if (active) {
+        real (*sR)[Q][PADQ] = (real (*)[Q][PADQ])R1;
+        real (*sS)[Q][PADQ] = (real (*)[Q][PADQ])R2;
+        real (*sX)[Q][PADQ] = (real (*)[Q][PADQ])R0;
+        real (*sV)[Q][PADQ] = (real (*)[Q][PADQ])R3;
+        // x-pencil (y=a, z=b) -> sR: d/dx;  y-pencil (x=a, z=b) -> sS: d/dy
+        if (active) {
+            real row[Q], col[Q];
+#pragma unroll
+            for (int n = 0; n < Q; n++) { row[n] = sU[b][a][n]; col[n] = sU[b][n][a]; }
+#pragma unroll
+            for (int m = 0; m < Q; m++) {
+                real sr = 0, ss = 0;
+#pragma unroll
+                for (int n = 0; n < Q; n++) { sr += cD[m * Q + n] * row[n]; ss += cD[m * Q + n] * col[n]; }
+                sR[b][a][m] = sr;
+                sS[b][m][a] = ss;
+            }
+        }
+        __syncthreads();
+#if OP == 5
+        STAGE_REFILL();
+#endif
+#if TMA_GEO
+        geometry_wait(&bar, it & 1);
+#endif
+        real rt[Q], rm[Q];
+        if (active) {
 #if GEO == 1
-        const ColumnMap cm = column_map(sv, cX[a], cX[b]);
+            const ColumnMap cm = column_map(sv, cX[a], cX[b]);
 #endif
 #pragma unroll
-        for (int k = 0; k < Q; k++) {
-            real ut = 0;
+            for (int k = 0; k < Q; k++) {
+                real ut = 0;
 #pragma unroll
-            for (int n = 0; n < Q; n++) ut += cD[k * Q + n] * rq[n];
-            const real ur = sR[k][b][a], us = sS[k][b][a];
-            real G[6], wdetj = 0;
+                for (int n = 0; n < Q; n++) ut += cD[k * Q + n] * rq[n];
+                const real ur = sR[k][b][a], us = sS[k][b][a];
+                real G[6], wdetj = 0;
 #if GEO == 0
 #pragma unroll
-            for (int c = 0; c < 6; c++) G[c] = sG[c * QQQ + k * QQ + b * Q + a];
-            if (MASS) wdetj = sG[6 * QQQ + k * QQ + b * Q + a];
+                for (int c = 0; c < 6; c++) G[c] = sG[c * QQQ + k * QQ + b * Q + a];
+                if (MASS) wdetj = sG[6 * QQQ + k * QQ + b * Q + a];
 #else
-            column_point(cm, cX[k], cW[a] * cW[b] * cW[k], G, &wdetj);
+                column_point(cm, cX[k], cW[a] * cW[b] * cW[k], G, &wdetj);
 #endif
-            sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
-            sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
-            rt[k] = G[2] * ur + G[4] * us + G[5] * ut;
-            rm[k] = MASS ? alpha * wdetj * rq[k] : (real)0;
+                sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
+                sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
+                rt[k] = G[2] * ur + G[4] * us + G[5] * ut;
+                rm[k] = MASS ? alpha * wdetj * rq[k] : (real)0;
+            }
         }
-    }
-    __syncthreads();
-    if (active) {
-        real row[Q], col[Q];
+        __syncthreads();
+        GEO_REFILL();
+        // transposed: x-pencil rows of sR -> sX, y-pencil columns of sS -> sV
+        if (active) {
+            real row[Q], col[Q];
 #pragma unroll
-        for (int n = 0; n < Q; n++) { row[n] = sR[b][a][n]; col[n] = sS[b][n][a]; }
+            for (int n = 0; n < Q; n++) { row[n] = sR[b][a][n]; col[n] = sS[b][n][a]; }
 #pragma unroll
-        for (int i = 0; i < Q; i++) {
-            real sx = 0, sy = 0;
+            for (int i = 0; i < Q; i++) {
+                real sx = 0, sy = 0;
 #pragma unroll
-            for (int m = 0; m < Q; m++) { sx += cD[m * Q + i] * row[m]; sy += cD[m * Q + i] * col[m]; }
-            sU[b][a][i] = sx;
-            sV[b][i][a] = sy;
+                for (int m = 0; m < Q; m++) { sx += cD[m * Q + i] * row[m]; sy += cD[m * Q + i] * col[m]; }
+                sX[b][a][i] = sx;
+                sV[b][i][a] = sy;
+            }
         }
-    }
-    __syncthreads();
-    if (active) {
+        __syncthreads();
+        if (active) {
 #pragma unroll
-        for (int k = 0; k < Q; k++) {
-            real acc = sU[k][b][a] + sV[k][b][a] + rm[k];
+            for (int k = 0; k < Q; k++) {
+                real acc = sX[k][b][a] + sV[k][b][a] + rm[k];
 #pragma unroll
-            for (int m = 0; m < Q; m++) acc += cD[m * Q + k] * rt[m];
-            rq[k] = acc;
+                for (int m = 0; m < Q; m++) acc += cD[m * Q + k] * rt[m];
+                rq[k] = acc;
+            }
         }
-    }
 #endif
-    // transposed interpolation: z in registers -> sC, then y -> sB, x -> sA
-    if (active) {
+
+#if OP == 5
+        if (active && OWNER) {
 #pragma unroll
-        for (int n = 0; n < N; n++) {
-            real s = 0;
-#pragma unroll
-            for (int q = 0; q < Q; q++) s += cB[q * N + n] * rq[q];
-            sC[n][b][a] = s;
+            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], rq[k], is_interior(a, b, k));
         }
-    }
-    __syncthreads();
-    if (active && b < N) {
-        real in[Q];
+#else
+        // transposed interpolation: z in registers -> sC (own column), then y -> sB, x -> sA
+        if (active) {
 #pragma unroll
-        for (int q = 0; q < Q; q++) in[q] = sC[b][q][a];
+            for (int n = 0; n < N; n++) {
+                real s = 0;
 #pragma unroll
-        for (int j = 0; j < N; j++) {
-            real s = 0;
-#pragma unroll
-            for (int q = 0; q < Q; q++) s += cB[q * N + j] * in[q];
-            sB[b][j][a] = s;
+                for (int q = 0; q < Q; q++) s += cB[q * N + n] * rq[q];
+                sC[n][b][a] = s;
+            }
         }
-    }
-    __syncthreads();
-    if (active && a < N && b < N) {
-        real in[Q];
-#pragma unroll
-        for (int q = 0; q < Q; q++) in[q] = sB[b][a][q];
-#pragma unroll
-        for (int i = 0; i < N; i++) {
-            real s = 0;
-#pragma unroll
-            for (int q = 0; q < Q; q++) s += cB[q * N + i] * in[q];
-            sA[b][a][i] = s;
-        }
-    }
-    __syncthreads();
-    if (active && a < N && b < N) {
-#pragma unroll
-        for (int k = 0; k < N; k++) accumulate(v, r_idx[k], sA[k][b][a], is_interior(a, b, k));
-    }
+        __syncthreads();
+#if OP == 1
+        GEO_REFILL();
 #endif
+        if (active && b < N) {
+            real in[Q];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sC[b][q][a];
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                real s = 0;
+#pragma unroll
+                for (int q = 0; q < Q; q++) s += cB[q * N + j] * in[q];
+                sB[b][j][a] = s;
+            }
+        }
+        __syncthreads();
+        if (active && OWNER) {
+            real in[Q];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sB[b][a][q];
+#pragma unroll
+            for (int i = 0; i < N; i++) {
+                real s = 0;
+#pragma unroll
+                for (int q = 0; q < Q; q++) s += cB[q * N + i] * in[q];
+                sA[b][a][i] = s;
+            }
+        }
+        __syncthreads();
+        if (active && OWNER) {
+#pragma unroll
+            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], sA[k][b][a], is_interior(a, b, k));
+        }
+#endif
+#if PIPE
+#pragma unroll
+        for (int k = 0; k < N; k++) r_idx[k] = r_nidx[k];
+#endif
+    }
 }
 
 extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, const real* FF_RESTRICT u, real* FF_RESTRICT v, u32 m) {

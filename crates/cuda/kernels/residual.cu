@@ -44,18 +44,14 @@ __device__ __forceinline__ u32 cell_id(u32 i, u32 cell0, const u32* FF_RESTRICT 
     return cells ? cells[cell0 + i] : cell0 + i;
 }
 
-// J^{-1} and det J of cell c from its vertex nodes
-__device__ __forceinline__ void cell_geometry(u32 c, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords, real* g) {
-    real x0[DIM], J[DIM][DIM];
-    const u32 n0 = offsets[(size_t)c * NB];
+// J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and det J from the cell's vertex
+// coordinates x[v * DIM + i], v = 0..DIM
+__device__ __forceinline__ void geometry_from_vertices(const real* x, real* g) {
+    real J[DIM][DIM];
 #pragma unroll
-    for (int i = 0; i < DIM; i++) x0[i] = coords[(size_t)n0 * DIM + i];
+    for (int k = 0; k < DIM; k++)
 #pragma unroll
-    for (int k = 0; k < DIM; k++) {
-        const u32 nk = offsets[(size_t)c * NB + k + 1];
-#pragma unroll
-        for (int i = 0; i < DIM; i++) J[i][k] = coords[(size_t)nk * DIM + i] - x0[i];
-    }
+        for (int i = 0; i < DIM; i++) J[i][k] = x[(k + 1) * DIM + i] - x[i];
 #if DIM == 2
     const real det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
     const real id = (real)1 / det;
@@ -81,6 +77,18 @@ __device__ __forceinline__ void cell_geometry(u32 c, const u32* FF_RESTRICT offs
         for (int i = 0; i < 3; i++) g[k * 3 + i] = C[i][k] * id;
     g[9] = det;
 #endif
+}
+
+// J^{-1} and det J of cell c from its vertex nodes (read through the restriction)
+__device__ __forceinline__ void cell_geometry(u32 c, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords, real* g) {
+    real x[(DIM + 1) * DIM];
+#pragma unroll
+    for (int v = 0; v <= DIM; v++) {
+        const u32 n = offsets[(size_t)c * NB + v];
+#pragma unroll
+        for (int i = 0; i < DIM; i++) x[v * DIM + i] = coords[(size_t)n * DIM + i];
+    }
+    geometry_from_vertices(x, g);
 }
 
 // Fields at point q from element values ue[b*NC + c] (and the aux value), physics, and
@@ -255,54 +263,164 @@ __device__ __forceinline__ real aux_at(int q, const real* ae) {
 #define NAE NB
 #endif
 
+#if STRATEGY == 0
+// geometry reals loaded per cell: stored J^{-1} and det J, or the vertex coordinates
+#if GEO == 0
+#define NGL NGEOC
+#else
+#define NGL ((DIM + 1) * DIM)
+#endif
+// stage buffers: two when a block takes several batches (the next batch's loads are in
+// flight while the current one is computed), else one
+#define NSTAGE (NBATCH > 1 ? 2 : 1)
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    u32 a;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+// asynchronous global -> shared copy of one real (no register held while in flight)
+__device__ __forceinline__ void cp_async_real(real* dst, const real* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem_addr(dst)), "l"(src), "n"((int)sizeof(real)) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_prev() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+__device__ __forceinline__ const real* value_ptr(const real* FF_RESTRICT x, const u32* FF_RESTRICT offsets, u32 cell, int b, int c) {
+#if OUT == 0
+    return x + ((size_t)cell * NC + c) * NB + b;
+#else
+    return x + (size_t)offsets[(size_t)cell * NB + b] * NC + c;
+#endif
+}
+
+// Starts the loads of the batch of cells first .. first + nvalid (local indices) into one
+// stage: coefficients (and the Jacobian's direction), aux values and geometry, each item
+// by the thread whose index it has in the batch, so consecutive threads read consecutive
+// addresses wherever the data are contiguous.
+__device__ __forceinline__ void batch_issue(u32 first, u32 nvalid, u32 cell0, const u32* FF_RESTRICT cells,
+                                            const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
+                                            const real* FF_RESTRICT coords, const real* FF_RESTRICT aux,
+                                            const real* FF_RESTRICT u, const real* FF_RESTRICT w,
+                                            real* su, real* sw, real* sa, real* sx, int t) {
+    for (int k = t; k < NBC * NBT; k += NT) {
+        const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
+        if ((u32)lc < nvalid) {
+            const u32 cell = cell_id(first + lc, cell0, cells);
+            cp_async_real(su + k, value_ptr(u, offsets, cell, b, c));
+#if JAC
+            cp_async_real(sw + k, value_ptr(w, offsets, cell, b, c));
+#endif
+        }
+    }
+#if AUX
+    for (int k = t; k < NBC * NAE; k += NT) {
+        const int lc = k / NAE, b = k % NAE;
+        if ((u32)lc < nvalid) {
+            const u32 cell = cell_id(first + lc, cell0, cells);
+#if AUX == 1 && OUT == 0
+            cp_async_real(sa + k, aux + (size_t)cell * NB + b);
+#elif AUX == 1
+            cp_async_real(sa + k, aux + offsets[(size_t)cell * NB + b]);
+#else
+            cp_async_real(sa + k, aux + cell);
+#endif
+        }
+    }
+#endif
+#if GEO == 0
+    if (cells == nullptr) {
+        // the batch's factors are one contiguous run
+        const real* src = geo + (size_t)(cell0 + first) * NGEOC;
+        for (u32 k = t; k < nvalid * NGEOC; k += NT) cp_async_real(sx + k, src + k);
+    } else {
+        for (int k = t; k < NBC * NGEOC; k += NT) {
+            const int lc = k / NGEOC, j = k % NGEOC;
+            if ((u32)lc < nvalid) cp_async_real(sx + k, geo + (size_t)cell_id(first + lc, cell0, cells) * NGEOC + j);
+        }
+    }
+#else
+    for (int k = t; k < NBC * NGL; k += NT) {
+        const int lc = k / NGL, r = k % NGL, v = r / DIM, i = r % DIM;
+        if ((u32)lc < nvalid) {
+            const u32 cell = cell_id(first + lc, cell0, cells);
+            cp_async_real(sx + k, coords + (size_t)offsets[(size_t)cell * NB + v] * DIM + i);
+        }
+    }
+#endif
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(NT)
 residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const u32* FF_RESTRICT offsets,
          const real* FF_RESTRICT geo, const real* FF_RESTRICT coords, const real* FF_RESTRICT aux,
          const real* FF_RESTRICT u, const real* FF_RESTRICT w, real* FF_RESTRICT out)
 {
 #if STRATEGY == 0
-    __shared__ real s_u[NBC * NBT];
+    __shared__ real s_u[NSTAGE][NBC * NBT];
 #if JAC
-    __shared__ real s_w[NBC * NBT];
+    __shared__ real s_w[NSTAGE][NBC * NBT];
+#else
+    real (*s_w)[NBC * NBT] = s_u;
 #endif
-    __shared__ real s_a[NBC * NAE];
-    __shared__ real s_g[NBC * NGEOC];
+#if AUX
+    __shared__ real s_a[NSTAGE][NBC * NAE];
+#else
+    __shared__ real s_a[NSTAGE][1];
+#endif
+    __shared__ real s_x[NSTAGE][NBC * NGL];
+#if GEO == 1
+    __shared__ real s_gv[NBC * NGEOC];   // J^{-1}, det J computed in the quadrature phase
+#endif
     __shared__ real s_f[NBC * NQ * NF];
     const int t = threadIdx.x;
+    const u32 chunk0 = blockIdx.x * NBATCH;
+    // prologue: the chunk's first batch
+    if (chunk0 * NBC < ncells) {
+        const u32 first = chunk0 * NBC;
+        batch_issue(first, min((u32)NBC, ncells - first), cell0, cells, offsets, geo, coords, aux, u, w,
+                    s_u[0], s_w[0], s_a[0], s_x[0], t);
+    }
+    cp_async_commit();
     for (int batch = 0; batch < NBATCH; batch++) {
-        const u32 first = (blockIdx.x * NBATCH + batch) * NBC;
+        const u32 first = (chunk0 + batch) * NBC;
         if (first >= ncells) break;
         const u32 nvalid = min((u32)NBC, ncells - first);
-        // loads: coefficients (coalesced over the batch), aux, geometry
-        for (int k = t; k < NBC * NBT; k += NT) {
-            const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
-            if ((u32)lc < nvalid) {
-                const u32 cell = cell_id(first + lc, cell0, cells);
-                s_u[k] = load_value(u, offsets, cell, b, c);
-#if JAC
-                s_w[k] = load_value(w, offsets, cell, b, c);
+        const int st = NSTAGE == 2 ? (batch & 1) : 0;
+#if NSTAGE == 2
+        // the next batch's loads go out before this batch is computed
+        const u32 nfirst = first + NBC;
+        if (batch + 1 < NBATCH && nfirst < ncells)
+            batch_issue(nfirst, min((u32)NBC, ncells - nfirst), cell0, cells, offsets, geo, coords, aux, u, w,
+                        s_u[st ^ 1], s_w[st ^ 1], s_a[st ^ 1], s_x[st ^ 1], t);
+        cp_async_commit();
+        cp_async_wait_prev();
+#else
+        cp_async_wait_all();
 #endif
-            }
-        }
-#if AUX
-        for (int k = t; k < NBC * NAE; k += NT) {
-            const int lc = k / NAE, b = k % NAE;
-            if ((u32)lc < nvalid) s_a[k] = load_aux(aux, offsets, cell_id(first + lc, cell0, cells), b);
-        }
-#endif
-        for (int lc = t; lc < NBC; lc += NT)
-            if ((u32)lc < nvalid) load_geometry(cell_id(first + lc, cell0, cells), offsets, geo, coords, s_g + lc * NGEOC);
         __syncthreads();
+#if GEO == 1
+        const real* s_g = s_gv;
+#else
+        const real* s_g = s_x[st];
+#endif
         // quadrature phase: (cell, point) items
         for (int k = t; k < NBC * NQ; k += NT) {
             const int lc = k / NQ, q = k % NQ;
             if ((u32)lc < nvalid) {
-                real f[NF];
-#if JAC
-                point_values(q, s_u + lc * NBT, s_w + lc * NBT, s_g + lc * NGEOC, aux_at(q, s_a + lc * NAE), f);
+#if GEO == 1
+                real g[NGEOC];
+                geometry_from_vertices(s_x[st] + lc * NGL, g);
+                if (q == 0) {
+#pragma unroll
+                    for (int j = 0; j < NGEOC; j++) s_gv[lc * NGEOC + j] = g[j];
+                }
 #else
-                point_values(q, s_u + lc * NBT, s_u, s_g + lc * NGEOC, aux_at(q, s_a + lc * NAE), f);
+                const real* g = s_g + lc * NGEOC;
 #endif
+                real f[NF];
+                point_values(q, s_u[st] + lc * NBT, s_w[st] + lc * NBT, g, aux_at(q, s_a[st] + lc * NAE), f);
 #pragma unroll
                 for (int m = 0; m < NF; m++) s_f[(lc * NQ + q) * NF + m] = f[m];
             }

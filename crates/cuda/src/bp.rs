@@ -73,6 +73,10 @@ pub struct BpConfig {
     /// v2 with stored geometry: read the factors directly from global memory in the
     /// pointwise phase instead of staging them in shared memory with bulk copies.
     pub direct_geometry: bool,
+    /// v2 only (v5): a persistent kernel, one wave of blocks looping over the elements,
+    /// that gathers the next element's input (asynchronous copies) and fetches its
+    /// geometry (bulk copies) while computing the current one.
+    pub persistent: bool,
 }
 
 impl BpConfig {
@@ -101,6 +105,7 @@ impl BpConfig {
             interior_last: false,
             min_blocks: None,
             direct_geometry: false,
+            persistent: false,
         }
     }
 }
@@ -116,6 +121,7 @@ pub struct GpuBp<T: GpuReal> {
     nskel: usize,
     epb: usize,
     dyn_smem: usize,
+    grid: u32,
     offsets: DeviceVec<u32>,
     geo: DeviceVec<T>,
     mats: DeviceVec<T>,
@@ -157,18 +163,20 @@ fn choose_block(
             (words * real, 0)
         }
         Variant::Pencil => {
+            // mirrors WORK / GALL in kernels/bp_pencil.cu
             let reg = match op {
-                5 => n * n * pad(n),
-                3 => q * q * pad(q),
-                _ => n * q * pad(q),
+                1 => n * q * pad(q),
+                _ => q * q * pad(q),
             };
-            let work = 3 * reg
-                + if otf {
-                    24 + if op == 1 { 0 } else { reg }
-                } else {
-                    0
-                };
-            let geo = if otf { 0 } else { gstride };
+            let tma = !otf && !cfg.direct_geometry;
+            let nreg = match op {
+                1 => 2,
+                _ if tma && !cfg.persistent => 3,
+                _ => 4,
+            };
+            let stage = if cfg.persistent { n * n * pad(n) } else { 0 };
+            let work = nreg * reg + stage + if otf { 24 } else { 0 };
+            let geo = if tma { gstride } else { 0 };
             (0, (work + geo) * real)
         }
     };
@@ -314,9 +322,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.kind.name()
         )));
     }
-    if (cfg.interior_last || cfg.direct_geometry) && cfg.variant != Variant::Pencil {
+    if (cfg.interior_last || cfg.direct_geometry || cfg.persistent)
+        && cfg.variant != Variant::Pencil
+    {
         return Err(GpuError::Unsupported(
-            "interior-last numbering and direct geometry loads exist in the v2 (pencil) kernels only".into(),
+            "interior-last numbering, direct geometry loads and the persistent kernel exist in the v2 (pencil) kernels only".into(),
         ));
     }
     let q3 = q * q * q;
@@ -369,7 +379,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 sources::BP_COMMON,
                 sources::BP_PENCIL
             ),
-            "v2",
+            if cfg.persistent { "v5" } else { "v2" },
         ),
     };
     let spec = KernelSpec::new(
@@ -400,7 +410,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         (cfg.interior_last && cfg.variant == Variant::Pencil) as u32,
     )
     .define("MINB", cfg.min_blocks.unwrap_or(1))
-    .define("GEOLOAD", cfg.direct_geometry as u32);
+    .define("GEOLOAD", cfg.direct_geometry as u32)
+    .define("PIPE", cfg.persistent as u32);
     Ok(BpKernel {
         spec,
         q,
@@ -432,6 +443,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         interior_last,
         min_blocks,
         direct_geometry: false,
+        persistent: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -453,6 +465,19 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     v.push((c, p, false));
                     v.push((c, p, true));
                 }
+                // v5: persistent, pipelined (both numberings; direct geometry once)
+                for il in [false, true] {
+                    let mut c = base(kind, geo, Variant::Pencil, il, None, None);
+                    c.persistent = true;
+                    v.push((c, p, false));
+                    v.push((c, p, true));
+                }
+                if geo == GeoMode::Stored {
+                    let mut c = base(kind, geo, Variant::Pencil, true, None, None);
+                    c.persistent = true;
+                    c.direct_geometry = true;
+                    v.push((c, p, false));
+                }
                 // v2 block-shape variants (tests at a few orders)
                 if [1, 3, 7, 8].contains(&p) {
                     for epb in [1, 2] {
@@ -461,6 +486,9 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                             p,
                             false,
                         ));
+                        let mut c = base(kind, geo, Variant::Pencil, true, Some(epb), None);
+                        c.persistent = true;
+                        v.push((c, p, false));
                     }
                 }
             }
@@ -541,6 +569,28 @@ impl<T: GpuReal> GpuBp<T> {
             .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
         }
         let ident = dev.function(&spec, "bp_dirichlet_identity")?;
+        let groups = nelem.div_ceil(epb);
+        let grid = if cfg.persistent {
+            // one wave: as many blocks as can be resident at once
+            let n = p + 1;
+            let t1d = n.max(q) as u32;
+            let per_sm = func
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    t1d * t1d * epb as u32,
+                    dyn_smem,
+                    None,
+                )
+                .map_err(|e| GpuError::driver("occupancy query", e))?;
+            if per_sm == 0 {
+                return Err(GpuError::Unsupported(format!(
+                    "{} cannot be resident on this device (shared memory or registers)",
+                    spec.name
+                )));
+            }
+            groups.min(per_sm as usize * dev.sm_count())
+        } else {
+            groups
+        } as u32;
         let mats_t: Vec<T> = mats.iter().map(|&x| T::of(x)).collect();
         let verts = DeviceVec::from_host(dev, &verts, "element vertices")?;
         let geo = match cfg.geo {
@@ -577,6 +627,7 @@ impl<T: GpuReal> GpuBp<T> {
             ndofs: space.num_dofs(),
             epb,
             dyn_smem,
+            grid,
             offsets: DeviceVec::from_host(dev, &offsets_host, "restriction offsets")?,
             nskel,
             geo,
@@ -633,6 +684,10 @@ impl<T: GpuReal> GpuBp<T> {
     pub fn spec(&self) -> &KernelSpec {
         &self.spec
     }
+    /// Thread blocks launched per application (one wave for the persistent kernel).
+    pub fn grid(&self) -> u32 {
+        self.grid
+    }
     /// Registers per thread of the compiled kernel.
     pub fn registers(&self) -> i32 {
         self.func.num_regs().unwrap_or(-1)
@@ -662,7 +717,7 @@ impl<T: GpuReal> GpuBp<T> {
         let n = self.order + 1;
         let t1d = n.max(self.q1d) as u32;
         let cfg = LaunchConfig {
-            grid_dim: (self.nelem.div_ceil(self.epb) as u32, 1, 1),
+            grid_dim: (self.grid, 1, 1),
             block_dim: (t1d, t1d, self.epb as u32),
             shared_mem_bytes: self.dyn_smem as u32,
         };

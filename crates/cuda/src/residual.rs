@@ -166,8 +166,26 @@ pub fn residual_kernel<T: GpuReal>(
     );
     let mut nbs = cells_per_block(nb, nq);
     let nf = nc + nc * d;
+    // mirrors the transposition kernel's shared arrays (stage buffers doubled when a block
+    // takes several batches)
+    let from_vertices = cfg.geometry == Geometry::FromVertices;
+    let nae = match aux {
+        0 => 0,
+        2 => 1,
+        _ => nb,
+    };
+    let ngl = if from_vertices {
+        (d + 1) * d
+    } else {
+        d * d + 1
+    };
+    let nstage = if cfg.batches > 1 { 2 } else { 1 };
     let smem_of = |nbc: usize| {
-        T::BYTES * nbc * (nb * nc * (1 + jacobian as usize) + nb + d * d + 1 + nq * nf)
+        T::BYTES
+            * nbc
+            * (nstage * (nb * nc * (1 + jacobian as usize) + nae + ngl)
+                + if from_vertices { d * d + 1 } else { 0 }
+                + nq * nf)
     };
     // blocks per batch as asked, halved until the batch fits 48 KB of shared memory and
     // 1024 threads (the effective value is part of the kernel name)
@@ -609,14 +627,14 @@ pub fn bench_qdegree(physics: &str, order: usize) -> usize {
 
 /// Candidates of the launch-parameter autotuner (blocks per batch, batches).
 pub const AUTOTUNE_CANDIDATES: [(usize, usize); 8] = [
-    (1, 1),
     (1, 4),
-    (2, 1),
-    (2, 4),
-    (4, 1),
     (4, 4),
     (8, 1),
     (8, 4),
+    (16, 4),
+    (32, 1),
+    (32, 4),
+    (64, 4),
 ];
 
 /// Every configuration the GPU tests and benchmarks use (the CI compile list).

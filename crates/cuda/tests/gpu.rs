@@ -157,7 +157,7 @@ fn bp_operators_match_the_cpu_twin() {
             let err = rel_err(&got, &want);
             let tol = if *f32 { 1e-5 } else { 1e-12 };
             let label = format!(
-                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} {}",
+                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} {}",
                 cfg.kind.name(),
                 cfg.kind.alpha(),
                 cfg.variant,
@@ -165,6 +165,8 @@ fn bp_operators_match_the_cpu_twin() {
                 cfg.interior_last,
                 cfg.elems_per_block,
                 cfg.min_blocks,
+                cfg.persistent,
+                cfg.direct_geometry,
                 if *f32 { "f32" } else { "f64" }
             );
             if err.is_nan() || err >= tol {

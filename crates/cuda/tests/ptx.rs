@@ -170,7 +170,17 @@ fn every_residual_specialisation_compiles_for_sm90() {
                                 }) && c.cfg.strategy
                                     == ferrofem_cuda::residual::Strategy::Transposition
                                 {
-                                    eprintln!("spills: {}", k.spec.name);
+                                    eprintln!(
+                                        "spills: {} {}",
+                                        k.spec.name,
+                                        out.log
+                                            .lines()
+                                            .filter(
+                                                |l| l.contains("spill") || l.contains("registers")
+                                            )
+                                            .collect::<Vec<_>>()
+                                            .join(" / ")
+                                    );
                                 }
                             }
                             Err(e) => bad.push(format!("{}: {e}", k.spec.name)),

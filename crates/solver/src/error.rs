@@ -82,6 +82,31 @@ pub enum SolverError {
         /// The allowed growth factor.
         factor: f64,
     },
+    /// GMRES met a singular least-squares problem: the new Arnoldi vector vanished and the
+    /// rotated Hessenberg diagonal is zero, so the preconditioned operator is singular on
+    /// the Krylov space and no iterate in it reduces the residual further.
+    #[error(
+        "GMRES breakdown at iteration {iteration}: the operator (or preconditioner) is singular on the Krylov space, residual {residual:e}"
+    )]
+    Breakdown {
+        /// The iteration (1 is the first).
+        iteration: usize,
+        /// The residual norm when it happened.
+        residual: f64,
+    },
+    /// A whole GMRES(m) restart cycle left the residual where it was (restarted GMRES can
+    /// stall on nonnormal operators whose behaviour needs more than `m` basis vectors).
+    #[error(
+        "GMRES({restart}) stagnated: the restart cycle ending at iteration {iteration} did not reduce the residual {residual:e}; use a longer restart or a preconditioner"
+    )]
+    Stagnated {
+        /// The last iteration of the cycle.
+        iteration: usize,
+        /// The residual norm that was not reduced.
+        residual: f64,
+        /// The restart length.
+        restart: usize,
+    },
     /// The Krylov solver reached its iteration limit; the statistics are kept so that the
     /// caller can still print or inspect them (the iterate is left in the solution vector).
     #[error(

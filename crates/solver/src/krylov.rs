@@ -93,7 +93,7 @@ pub struct SolveStats {
     pub converged: bool,
     /// `‖b − A x₀‖₂`.
     pub initial_residual: f64,
-    /// `‖r‖₂` at the end (from the CG recurrence).
+    /// `‖r‖₂` at the end (CG: from the recurrence; GMRES: recomputed as `b − A x`).
     pub final_residual: f64,
     /// `‖b‖₂`.
     pub rhs_norm: f64,
@@ -145,7 +145,11 @@ pub fn pcg<T: Real, S: KrylovSpace<T>>(
 }
 
 /// Returns `Err(NonFinite)` when `value` is NaN or infinite.
-fn finite(value: f64, quantity: &'static str, iteration: usize) -> Result<f64, SolverError> {
+pub(crate) fn finite(
+    value: f64,
+    quantity: &'static str,
+    iteration: usize,
+) -> Result<f64, SolverError> {
     if value.is_finite() {
         Ok(value)
     } else {

@@ -4,8 +4,11 @@
 //!   CG serves host vectors ([`CpuSpace`], over any [`ferrofem_base::LinearOperator`],
 //!   assembled or matrix-free) and GPU device vectors.
 //! - [`cg`] and [`pcg`] (Jacobi) with [`SolveOptions`] / [`SolveStats`].
+//! - [`gmres`]: restarted, right-preconditioned GMRES(m) ([`GmresOptions`]) for
+//!   nonsymmetric operators, on the same backend trait.
 //! - [`solve_direct`] / [`DirectFactorization`]: sparse Cholesky and LU through faer.
-//! - [`newton()`]: Newton with Armijo backtracking for a [`NonlinearProblem`].
+//! - [`newton()`]: Newton with Armijo backtracking for a [`NonlinearProblem`] on host
+//!   slices; [`newton_in`] runs the same loop on a [`NonlinearSpace`] (device vectors).
 //!
 //! Every failure (NaN, breakdown, divergence, iteration limit, singular matrix) is a
 //! [`SolverError`] that says what happened and where.
@@ -14,6 +17,7 @@ pub mod backend;
 pub mod cpu;
 pub mod direct;
 pub mod error;
+pub mod gmres;
 pub mod krylov;
 pub mod newton;
 
@@ -21,5 +25,8 @@ pub use backend::KrylovSpace;
 pub use cpu::CpuSpace;
 pub use direct::{solve_direct, DirectFactorization, DirectKind};
 pub use error::SolverError;
+pub use gmres::{gmres, GmresOptions};
 pub use krylov::{cg, pcg, SolveOptions, SolveStats, StopReason};
-pub use newton::{newton, LinearInfo, NewtonOptions, NewtonStats, NonlinearProblem};
+pub use newton::{
+    newton, newton_in, LinearInfo, NewtonOptions, NewtonStats, NonlinearProblem, NonlinearSpace,
+};

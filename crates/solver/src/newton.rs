@@ -4,6 +4,9 @@
 //! direct or Krylov (and how accurate) is the problem's choice, and the Krylov iterations
 //! it reports are summed in [`NewtonStats::linear_iterations`].
 //!
+//! [`newton`] works on host slices through [`NonlinearProblem`]; [`newton_in`] runs the
+//! same loop on a [`NonlinearSpace`], whose vectors may live on a GPU.
+//!
 //! Each iteration computes `δ = J(u)⁻¹ F(u)` and updates `u ← u − λ δ`. With line search,
 //! `λ` starts at 1 and is reduced (by minimising the quadratic model of `‖F(u − λδ)‖²`,
 //! safeguarded to `[0.1 λ, 0.5 λ]`) until the Armijo condition
@@ -107,6 +110,9 @@ pub struct NewtonStats {
     pub step_lengths: Vec<f64>,
     /// Krylov iterations summed over all Jacobian solves.
     pub linear_iterations: usize,
+    /// Krylov iterations of each Newton step's Jacobian solve (0 for direct solves), one
+    /// entry per Jacobian solve.
+    pub step_linear_iterations: Vec<usize>,
     /// Whether the stopping test was met.
     pub converged: bool,
 }
@@ -115,6 +121,66 @@ impl NewtonStats {
     /// The last residual norm.
     pub fn final_residual(&self) -> f64 {
         self.residual_history.last().copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// A nonlinear system `F(u) = 0` whose vectors live in a backend of their own (host
+/// `Vec`s, GPU device buffers): the few vector operations Newton's update and line search
+/// need, the residual and a solve with the Jacobian. [`newton_in`] runs on it; every
+/// [`NonlinearProblem`] is one over host vectors (see [`newton`]).
+pub trait NonlinearSpace<T: Real> {
+    /// The vector type.
+    type Vector;
+    /// A new vector of zeros.
+    fn zeros(&self) -> Result<Self::Vector, SolverError>;
+    /// `‖v‖₂` in `f64` (NaN stays NaN, so that Newton can detect it).
+    fn norm(&self, v: &Self::Vector) -> Result<f64, SolverError>;
+    /// `y ← x`.
+    fn copy(&self, x: &Self::Vector, y: &mut Self::Vector) -> Result<(), SolverError>;
+    /// `y ← y + αx`.
+    fn axpy(&self, alpha: T, x: &Self::Vector, y: &mut Self::Vector) -> Result<(), SolverError>;
+    /// Computes `r = F(u)`.
+    fn residual(&self, u: &Self::Vector, r: &mut Self::Vector) -> Result<(), SolverError>;
+    /// Solves `J(u) δ = r` for the Newton correction `δ` (given as zeros on entry).
+    fn solve_jacobian(
+        &self,
+        u: &Self::Vector,
+        r: &Self::Vector,
+        du: &mut Self::Vector,
+    ) -> Result<LinearInfo, SolverError>;
+}
+
+/// A [`NonlinearProblem`] seen as a [`NonlinearSpace`] over `Vec<T>`.
+struct HostSpace<'a, P: ?Sized> {
+    problem: &'a P,
+    n: usize,
+}
+
+impl<T: Real, P: NonlinearProblem<T> + ?Sized> NonlinearSpace<T> for HostSpace<'_, P> {
+    type Vector = Vec<T>;
+    fn zeros(&self) -> Result<Vec<T>, SolverError> {
+        Ok(vec![T::zero(); self.n])
+    }
+    fn norm(&self, v: &Vec<T>) -> Result<f64, SolverError> {
+        Ok(norm(v))
+    }
+    fn copy(&self, x: &Vec<T>, y: &mut Vec<T>) -> Result<(), SolverError> {
+        y.copy_from_slice(x);
+        Ok(())
+    }
+    fn axpy(&self, alpha: T, x: &Vec<T>, y: &mut Vec<T>) -> Result<(), SolverError> {
+        crate::cpu::axpy(alpha, x, y)
+    }
+    fn residual(&self, u: &Vec<T>, r: &mut Vec<T>) -> Result<(), SolverError> {
+        self.problem.residual(u, r)
+    }
+    fn solve_jacobian(
+        &self,
+        u: &Vec<T>,
+        r: &Vec<T>,
+        du: &mut Vec<T>,
+    ) -> Result<LinearInfo, SolverError> {
+        self.problem.solve_jacobian(u, r, du)
     }
 }
 
@@ -130,11 +196,28 @@ pub fn newton<T: Real, P: NonlinearProblem<T> + ?Sized>(
     u: &mut [T],
     opts: &NewtonOptions,
 ) -> Result<NewtonStats, SolverError> {
+    let mut v = u.to_vec();
+    let host = HostSpace {
+        problem,
+        n: u.len(),
+    };
+    let result = newton_in(&host, &mut v, opts);
+    u.copy_from_slice(&v);
+    result
+}
+
+/// [`newton`] for a system whose vectors live in their own backend (a GPU, for example):
+/// the same iteration, line search, stopping test and errors, with every vector operation
+/// going through [`NonlinearSpace`].
+pub fn newton_in<T: Real, P: NonlinearSpace<T> + ?Sized>(
+    problem: &P,
+    u: &mut P::Vector,
+    opts: &NewtonOptions,
+) -> Result<NewtonStats, SolverError> {
     opts.validate()?;
-    let n = u.len();
-    let mut r = vec![T::zero(); n];
+    let mut r = problem.zeros()?;
     problem.residual(u, &mut r)?;
-    let mut f = norm(&r);
+    let mut f = problem.norm(&r)?;
     if !f.is_finite() {
         return Err(SolverError::NonFinite {
             quantity: "nonlinear residual",
@@ -148,20 +231,23 @@ pub fn newton<T: Real, P: NonlinearProblem<T> + ?Sized>(
         residual_history: vec![f],
         step_lengths: Vec::new(),
         linear_iterations: 0,
+        step_linear_iterations: Vec::new(),
         converged: f <= target,
     };
     if stats.converged {
         return Ok(stats);
     }
 
-    let mut du = vec![T::zero(); n];
-    let mut trial = vec![T::zero(); n];
-    let mut r_trial = vec![T::zero(); n];
+    let zero = problem.zeros()?;
+    let mut du = problem.zeros()?;
+    let mut trial = problem.zeros()?;
+    let mut r_trial = problem.zeros()?;
     for k in 1..=opts.max_iter {
-        du.iter_mut().for_each(|d| *d = T::zero());
+        problem.copy(&zero, &mut du)?;
         let info = problem.solve_jacobian(u, &r, &mut du)?;
         stats.linear_iterations += info.iterations;
-        if !norm(&du).is_finite() {
+        stats.step_linear_iterations.push(info.iterations);
+        if !problem.norm(&du)?.is_finite() {
             return Err(SolverError::NonFinite {
                 quantity: "Newton correction",
                 iteration: k,
@@ -170,12 +256,10 @@ pub fn newton<T: Real, P: NonlinearProblem<T> + ?Sized>(
 
         let mut lambda = 1.0f64;
         let f_trial = loop {
-            let step = T::of(lambda);
-            for ((t, &ui), &di) in trial.iter_mut().zip(u.iter()).zip(&du) {
-                *t = ui - step * di;
-            }
+            problem.copy(u, &mut trial)?;
+            problem.axpy(-T::of(lambda), &du, &mut trial)?;
             problem.residual(&trial, &mut r_trial)?;
-            let ft = norm(&r_trial);
+            let ft = problem.norm(&r_trial)?;
             if !opts.line_search {
                 if !ft.is_finite() {
                     return Err(SolverError::NonFinite {
@@ -205,7 +289,7 @@ pub fn newton<T: Real, P: NonlinearProblem<T> + ?Sized>(
             lambda = next;
         };
 
-        u.copy_from_slice(&trial);
+        std::mem::swap(u, &mut trial);
         std::mem::swap(&mut r, &mut r_trial);
         f = f_trial;
         stats.iterations = k;

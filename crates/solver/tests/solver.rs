@@ -1,11 +1,12 @@
-//! Integration tests of the solver room: CG/PCG, direct sparse solves and Newton.
+//! Integration tests of the solver room: CG/PCG, GMRES, direct sparse solves and Newton.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ferrofem_base::{CsrMatrix, LinearOperator, Real};
 use ferrofem_solver::{
-    cg, newton, pcg, solve_direct, CpuSpace, DirectFactorization, DirectKind, LinearInfo,
-    NewtonOptions, NonlinearProblem, SolveOptions, SolverError, StopReason,
+    cg, gmres, newton, newton_in, pcg, solve_direct, CpuSpace, DirectFactorization, DirectKind,
+    GmresOptions, KrylovSpace, LinearInfo, NewtonOptions, NonlinearProblem, NonlinearSpace,
+    SolveOptions, SolverError, StopReason,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -645,6 +646,283 @@ fn singular_matrices_give_errors_not_panics() {
 }
 
 // ---------------------------------------------------------------------------------------
+// GMRES
+// ---------------------------------------------------------------------------------------
+
+fn gm(restart: usize, preconditioned: bool) -> GmresOptions {
+    GmresOptions {
+        restart,
+        preconditioned,
+        reorthogonalize: false,
+    }
+}
+
+#[test]
+fn gmres_solves_nonsymmetric_systems_like_lu() {
+    let m = 24;
+    for c in [40.0, 400.0] {
+        let a = convection_diffusion_2d(m, c);
+        assert!(a.asymmetry() > 0.05);
+        let b = pseudo_random(m * m, 21, -1.0, 1.0);
+        let x_lu = solve_direct(&a, &b, DirectKind::Lu).unwrap();
+        let space = CpuSpace::new(&a).unwrap();
+        let o = SolveOptions {
+            rtol: 1e-12,
+            record_history: true,
+            ..SolveOptions::default()
+        };
+        let mut x = vec![0.0; m * m];
+        let stats = gmres(&space, &b, &mut x, &o, &gm(40, false)).unwrap();
+        assert!(stats.converged && stats.reason == StopReason::RelativeTolerance);
+        // the reported residual is the true one, and it meets the target
+        let r_true = dist(&matvec(&a, &x), &b);
+        assert!((r_true - stats.final_residual).abs() <= 1e-3 * r_true + 1e-300);
+        assert!(r_true <= stats.target, "{r_true} > {}", stats.target);
+        assert!(
+            dist(&x, &x_lu) <= 1e-9 * norm2(&x_lu),
+            "c = {c}: GMRES and LU differ by {}",
+            dist(&x, &x_lu) / norm2(&x_lu)
+        );
+        // GMRES minimises the residual over a growing space: it never rises within a
+        // cycle, and a restart starts from the residual the cycle reached
+        let h = &stats.history;
+        assert_eq!(h.len(), stats.iterations + 1);
+        assert!(
+            h.windows(2).all(|w| w[1] <= w[0] * (1.0 + 1e-10)),
+            "residual rose: {h:?}"
+        );
+        // far fewer iterations than unknowns
+        assert!(
+            stats.iterations < m * m / 4,
+            "{} iterations",
+            stats.iterations
+        );
+    }
+}
+
+#[test]
+fn gmres_restart_length_trades_memory_for_iterations() {
+    let m = 20;
+    let a = convection_diffusion_2d(m, 100.0);
+    let u = pseudo_random(m * m, 22, -1.0, 1.0);
+    let b = matvec(&a, &u);
+    let space = CpuSpace::new(&a).unwrap();
+    let o = SolveOptions {
+        rtol: 1e-10,
+        record_history: true,
+        ..SolveOptions::default()
+    };
+    let run = |restart: usize| {
+        let mut x = vec![0.0; m * m];
+        let s = gmres(&space, &b, &mut x, &o, &gm(restart, false)).unwrap();
+        assert!(dist(&x, &u) <= 1e-7 * norm2(&u), "GMRES({restart})");
+        s
+    };
+    let (s5, s20, s_full) = (run(5), run(20), run(m * m));
+    // every restarted iterate lies in the same Krylov space x₀ + K_k(A, r₀) over which full
+    // GMRES minimises the residual: full GMRES never needs more steps. (Between two
+    // restart lengths there is no such order.)
+    assert!(
+        s_full.iterations <= s5.iterations.min(s20.iterations),
+        "GMRES(5) {} GMRES(20) {} full {}",
+        s5.iterations,
+        s20.iterations,
+        s_full.iterations
+    );
+    assert_eq!(s_full.history.len(), s_full.iterations + 1);
+    // restarts: at every cycle end the history holds the true residual of the iterate,
+    // which has fallen over the cycle
+    for k in (5..s5.iterations).step_by(5) {
+        assert!(s5.history[k] < s5.history[k - 5], "cycle ending at {k}");
+    }
+
+    // The cyclic shift: the residual of b = e₀ lies outside every Krylov space of dimension
+    // below n, so GMRES(m < n) cannot reduce it at all, while full GMRES solves in n steps.
+    let n = 12;
+    let shift = csr_from_rows(n, (0..n).map(|i| vec![((i + n - 1) % n, 1.0)]).collect());
+    let mut e0 = vec![0.0; n];
+    e0[0] = 1.0;
+    let shift_space = CpuSpace::new(&shift).unwrap();
+    let mut x = vec![0.0; n];
+    let err = gmres(&shift_space, &e0, &mut x, &opts(1e-10), &gm(4, false)).unwrap_err();
+    assert!(
+        matches!(err, SolverError::Stagnated { iteration: 4, restart: 4, residual } if (residual - 1.0).abs() < 1e-12),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("GMRES(4) stagnated"), "{err}");
+    let mut x = vec![0.0; n];
+    let s = gmres(&shift_space, &e0, &mut x, &opts(1e-10), &gm(n, false)).unwrap();
+    assert_eq!(s.iterations, n);
+    assert!(dist(&matvec(&shift, &x), &e0) < 1e-12);
+    // a restart longer than the dimension is capped (and solves just the same)
+    let mut x = vec![0.0; n];
+    let s = gmres(&shift_space, &e0, &mut x, &opts(1e-10), &gm(10 * n, false)).unwrap();
+    assert_eq!(s.iterations, n);
+}
+
+#[test]
+fn right_jacobi_preconditioning_cuts_gmres_iterations() {
+    // A convection–diffusion matrix with rows and columns scaled over two decades.
+    let m = 16;
+    let s: Vec<f64> = pseudo_random(m * m, 23, 0.0, 2.0)
+        .into_iter()
+        .map(|e| 10f64.powf(e))
+        .collect();
+    let a = scale_symmetric(&convection_diffusion_2d(m, 60.0), &s);
+    let u = pseudo_random(m * m, 24, -1.0, 1.0);
+    let b = matvec(&a, &u);
+    let o = opts(1e-10);
+    let plain = CpuSpace::new(&a).unwrap();
+    let jacobi = CpuSpace::with_operator_jacobi(&a).unwrap();
+    let mut x_plain = vec![0.0; m * m];
+    let s_plain = gmres(&plain, &b, &mut x_plain, &o, &gm(30, true)).unwrap();
+    let mut x_pre = vec![0.0; m * m];
+    let s_pre = gmres(&jacobi, &b, &mut x_pre, &o, &gm(30, true)).unwrap();
+    assert!(
+        3 * s_pre.iterations < s_plain.iterations,
+        "Jacobi {} vs none {}",
+        s_pre.iterations,
+        s_plain.iterations
+    );
+    // right preconditioning: the stopping test is still on the unpreconditioned residual
+    assert!(dist(&matvec(&a, &x_pre), &b) <= 1e-10 * norm2(&b));
+    assert!(dist(&x_pre, &u) <= 1e-6 * norm2(&u));
+    // `preconditioned: false` ignores the space's preconditioner
+    let mut x = vec![0.0; m * m];
+    let s_off = gmres(&jacobi, &b, &mut x, &o, &gm(30, false)).unwrap();
+    let mut x = vec![0.0; m * m];
+    let s_none = gmres(&plain, &b, &mut x, &o, &gm(30, false)).unwrap();
+    assert_eq!(s_off.history, s_none.history);
+}
+
+#[test]
+fn gmres_agrees_with_cg_on_spd_systems() {
+    let m = 24;
+    let a = laplacian_2d(m);
+    let u = pseudo_random(m * m, 25, -1.0, 1.0);
+    let b = matvec(&a, &u);
+    let space = CpuSpace::new(&a).unwrap();
+    let o = opts(1e-10);
+    let mut x_cg = vec![0.0; m * m];
+    let s_cg = cg(&space, &b, &mut x_cg, &o).unwrap();
+    for reorthogonalize in [false, true] {
+        let mut x = vec![0.0; m * m];
+        let g = GmresOptions {
+            restart: 200,
+            preconditioned: false,
+            reorthogonalize,
+        };
+        let s = gmres(&space, &b, &mut x, &o, &g).unwrap();
+        // same Krylov spaces; GMRES minimises the residual over them, CG the energy error:
+        // the GMRES residual is never larger, so it needs at most as many steps
+        assert!(
+            s.iterations <= s_cg.iterations && s.iterations + 5 >= s_cg.iterations,
+            "GMRES {} vs CG {}",
+            s.iterations,
+            s_cg.iterations
+        );
+        assert!(dist(&x, &x_cg) <= 1e-8 * norm2(&x_cg));
+    }
+}
+
+#[test]
+fn gmres_failures_are_typed_errors() {
+    let a = laplacian_2d(10);
+    let b = pseudo_random(100, 26, -1.0, 1.0);
+    let space = CpuSpace::new(&a).unwrap();
+    // zero right-hand side: x = 0 at once
+    let mut x = vec![1.0; 100];
+    let s = gmres(&space, &vec![0.0; 100], &mut x, &opts(1e-8), &gm(10, false)).unwrap();
+    assert_eq!(s.reason, StopReason::ZeroRhs);
+    assert!(x.iter().all(|&v| v == 0.0));
+    // options
+    assert!(matches!(
+        gmres(&space, &b, &mut x, &opts(1e-8), &gm(0, false)),
+        Err(SolverError::InvalidOptions(_))
+    ));
+    assert!(matches!(
+        gmres(&space, &b, &mut x, &opts(-1.0), &gm(10, false)),
+        Err(SolverError::InvalidOptions(_))
+    ));
+    // NaN from the operator: application 1 is the initial residual, k + 1 iteration k
+    let op = PoisonedOperator {
+        inner: &a,
+        calls: AtomicUsize::new(0),
+        poison_at: 4,
+    };
+    let mut x = vec![0.0; 100];
+    let err = gmres(
+        &CpuSpace::new(&op).unwrap(),
+        &b,
+        &mut x,
+        &opts(1e-12),
+        &gm(10, false),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, SolverError::NonFinite { iteration: 3, .. }),
+        "{err:?}"
+    );
+    // a singular operator whose range misses b: the Hessenberg problem is singular
+    let sing = csr_from_rows(2, vec![vec![(0, 1.0)], vec![(1, 0.0)]]);
+    let mut x = vec![0.0; 2];
+    let err = gmres(
+        &CpuSpace::new(&sing).unwrap(),
+        &vec![0.0, 1.0],
+        &mut x,
+        &opts(1e-10),
+        &gm(5, false),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, SolverError::Breakdown { iteration: 1, .. }),
+        "{err:?}"
+    );
+    // the iteration limit, with the statistics and the iterate reached
+    let o = SolveOptions {
+        rtol: 1e-12,
+        max_iter: 7,
+        record_history: true,
+        ..SolveOptions::default()
+    };
+    let mut x = vec![0.0; 100];
+    match gmres(&space, &b, &mut x, &o, &gm(5, false)) {
+        Err(SolverError::NotConverged(s)) => {
+            assert_eq!(s.iterations, 7);
+            assert_eq!(s.history.len(), 8);
+            assert_eq!(s.reason, StopReason::MaxIterations);
+            // the last cycle was cut short, and its iterate's true residual is reported
+            let r_true = dist(&matvec(&a, &x), &b);
+            assert!((s.final_residual - r_true).abs() <= 1e-10 * r_true);
+            assert!(s.final_residual < s.initial_residual);
+        }
+        other => panic!("expected NotConverged, got {other:?}"),
+    }
+}
+
+#[test]
+fn gmres_f32_is_close_to_f64() {
+    let m = 12;
+    let a = convection_diffusion_2d(m, 30.0);
+    let u = pseudo_random(m * m, 27, -1.0, 1.0);
+    let b = matvec(&a, &u);
+    let a32 = a.convert::<f32>();
+    let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+    let mut x32 = vec![0.0f32; m * m];
+    let s = gmres(
+        &CpuSpace::with_operator_jacobi(&a32).unwrap(),
+        &b32,
+        &mut x32,
+        &opts(1e-5),
+        &gm(30, true),
+    )
+    .unwrap();
+    assert!(s.converged);
+    let x: Vec<f64> = x32.iter().map(|&v| v as f64).collect();
+    assert!(dist(&x, &u) <= 1e-3 * norm2(&u));
+}
+
+// ---------------------------------------------------------------------------------------
 // Newton
 // ---------------------------------------------------------------------------------------
 
@@ -789,6 +1067,81 @@ fn newton_converges_quadratically_on_nonlinear_diffusion() {
     );
     let last = tail.last().unwrap();
     assert!(last.1 / last.0 < 1e-3, "not superlinear: {h:?}");
+}
+
+/// The 1-D nonlinear diffusion with GMRES Jacobian solves, through [`NonlinearSpace`].
+struct NewtonGmres<'a>(&'a NonlinearDiffusion);
+
+impl NonlinearSpace<f64> for NewtonGmres<'_> {
+    type Vector = Vec<f64>;
+    fn zeros(&self) -> Result<Vec<f64>, SolverError> {
+        Ok(vec![0.0; self.0.n])
+    }
+    fn norm(&self, v: &Vec<f64>) -> Result<f64, SolverError> {
+        Ok(norm2(v))
+    }
+    fn copy(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<(), SolverError> {
+        y.copy_from_slice(x);
+        Ok(())
+    }
+    fn axpy(&self, alpha: f64, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<(), SolverError> {
+        y.iter_mut().zip(x).for_each(|(yi, xi)| *yi += alpha * xi);
+        Ok(())
+    }
+    fn residual(&self, u: &Vec<f64>, r: &mut Vec<f64>) -> Result<(), SolverError> {
+        self.0.residual(u, r)
+    }
+    fn solve_jacobian(
+        &self,
+        u: &Vec<f64>,
+        r: &Vec<f64>,
+        du: &mut Vec<f64>,
+    ) -> Result<LinearInfo, SolverError> {
+        let jac = self.0.jacobian(u);
+        let space = CpuSpace::with_operator_jacobi(&jac)?;
+        assert_eq!(space.dim(), r.len());
+        let stats = gmres(&space, r, du, &opts(1e-12), &GmresOptions::default())?;
+        Ok(LinearInfo {
+            iterations: stats.iterations,
+        })
+    }
+}
+
+#[test]
+fn newton_gmres_through_a_nonlinear_space_matches_newton_direct() {
+    let n = 60;
+    let x = |i: usize| (i + 1) as f64 / (n + 1) as f64;
+    let exact: Vec<f64> = (0..n)
+        .map(|i| 2.0 * (std::f64::consts::PI * x(i)).sin() + x(i))
+        .collect();
+    let mut problem = NonlinearDiffusion { n, f: vec![0.0; n] };
+    problem.f = problem.operator(&exact);
+    assert!(problem.jacobian(&exact).asymmetry() > 1e-3);
+    let o = NewtonOptions {
+        rtol: 1e-12,
+        ..NewtonOptions::default()
+    };
+    let mut u_direct = vec![0.0; n];
+    let direct = newton(&problem, &mut u_direct, &o).unwrap();
+    assert_eq!(direct.step_linear_iterations, vec![0; direct.iterations]);
+    let mut u = vec![0.0; n];
+    let stats = newton_in(&NewtonGmres(&problem), &mut u, &o).unwrap();
+    assert!(stats.converged);
+    assert!(dist(&u, &u_direct) <= 1e-10 * norm2(&u_direct));
+    assert!(dist(&u, &exact) <= 1e-9 * norm2(&exact));
+    // the same Newton iteration (solves accurate to 1e-12), with the Krylov work per step
+    assert_eq!(stats.iterations, direct.iterations);
+    assert!(stats
+        .step_lengths
+        .iter()
+        .zip(&direct.step_lengths)
+        .all(|(a, b)| (a - b).abs() <= 1e-6 * b));
+    assert_eq!(stats.step_linear_iterations.len(), stats.iterations);
+    assert!(stats.step_linear_iterations.iter().all(|&k| k > 0));
+    assert_eq!(
+        stats.step_linear_iterations.iter().sum::<usize>(),
+        stats.linear_iterations
+    );
 }
 
 /// `F_i(u) = atan(u_i − c_i)`: Newton's full step overshoots and diverges when started more

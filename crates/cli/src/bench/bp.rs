@@ -55,6 +55,9 @@ pub enum KernelArg {
     Pencil,
     /// v1: the paper's 2-D slice kernel.
     Slice2d,
+    /// v5: the pencil kernel made persistent (one wave of blocks) and pipelined: the next
+    /// element's gather and geometry are in flight while the current one is computed.
+    Persistent,
 }
 
 /// How the v2 kernels read stored geometry.
@@ -112,9 +115,10 @@ pub struct BpArgs {
     /// Elements per thread block on the GPU (default: chosen from the shape).
     #[arg(long)]
     elems_per_block: Option<usize>,
-    /// GPU kernel design: `pencil` (v2, default) or `slice2d` (v1, the paper's).
-    #[arg(long, value_enum, default_value_t = KernelArg::Pencil)]
-    kernel: KernelArg,
+    /// GPU kernel design(s), comma-separated: `pencil` (v2, default), `persistent` (v5) or
+    /// `slice2d` (v1, the paper's).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelArg::Pencil])]
+    kernel: Vec<KernelArg>,
     /// Dof numbering: `interior-last` (element-interior nodes after the skeleton; the v2
     /// kernels then compute interior indices) or `natural` (first-touch order).
     #[arg(long, value_enum, default_value_t = Numbering::InteriorLast)]
@@ -294,8 +298,17 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
                 loads.into_iter().map(move |d| (g, d))
             })
             .collect();
-        for &(geo, direct) in &variants {
+        let kernels = if matches!(backend, Backend::Cpu { .. }) {
+            vec![KernelArg::Pencil] // the CPU has one kernel
+        } else {
+            a.kernel.clone()
+        };
+        for (&(geo, direct), &kernel) in variants
+            .iter()
+            .flat_map(|v| kernels.iter().map(move |k| (v, k)))
+        {
             let mut a = a.clone();
+            a.kernel = vec![kernel];
             if a.geo_load == GeoLoad::Both {
                 a.geo_load = if direct {
                     GeoLoad::Direct
@@ -551,6 +564,7 @@ mod gpu {
     ) -> Result<BpRecord, CliError> {
         let before = dev.compile_stats();
         let t0 = Instant::now();
+        let kernel = a.kernel.first().copied().unwrap_or(KernelArg::Pencil);
         let cfg = BpConfig {
             kind,
             geo: if geo == GeometryMode::OnTheFly {
@@ -560,16 +574,17 @@ mod gpu {
             },
             q1d: None,
             elems_per_block: a.elems_per_block,
-            variant: match a.kernel {
-                KernelArg::Pencil => ferrofem_cuda::bp::Variant::Pencil,
+            variant: match kernel {
+                KernelArg::Pencil | KernelArg::Persistent => ferrofem_cuda::bp::Variant::Pencil,
                 KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
             },
-            interior_last: a.kernel == KernelArg::Pencil && prob.space.skeleton_nodes().is_some(),
+            interior_last: kernel != KernelArg::Slice2d && prob.space.skeleton_nodes().is_some(),
             min_blocks: a.min_blocks,
             direct_geometry: a.geo_load == GeoLoad::Direct && geo == GeometryMode::Stored,
+            persistent: kernel == KernelArg::Persistent,
         };
         let mut cfg = cfg;
-        if a.geo_load == GeoLoad::Tuned && a.kernel == KernelArg::Pencil && cfg.interior_last {
+        if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
             let t = BpConfig::tuned(kind, cfg.geo, prob.space.order());
             cfg.direct_geometry = t.direct_geometry;
             cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
@@ -599,8 +614,9 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}{}{}{}",
-            format!("{:?}", a.kernel).to_lowercase(),
+            "{}-g{}{}{}{}",
+            format!("{kernel:?}").to_lowercase(),
+            op.grid(),
             if cfg.interior_last { "+il" } else { "" },
             if cfg.direct_geometry { "+direct" } else { "" },
             a.min_blocks.map_or(String::new(), |m| format!("+mb{m}"))

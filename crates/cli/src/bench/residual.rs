@@ -71,6 +71,17 @@ pub enum AccumulationArg {
     All,
 }
 
+/// Where the GPU kernels take the cell geometry from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GeometryArg {
+    /// `J⁻¹` and `det J` stored per cell (`d² + 1` scalars).
+    Stored,
+    /// Computed in the kernel from the vertex coordinates (fewer bytes).
+    Vertices,
+    /// Both.
+    Both,
+}
+
 /// Options of `ferrofem bench residual`.
 #[derive(Args, Debug, Clone)]
 pub struct ResidualArgs {
@@ -101,6 +112,9 @@ pub struct ResidualArgs {
     /// Accumulation strategy (or all).
     #[arg(long, value_enum, default_value_t = AccumulationArg::ElementVectors)]
     accumulation: AccumulationArg,
+    /// GPU: cell geometry stored per cell, computed from the vertices, or both.
+    #[arg(long, value_enum, default_value_t = GeometryArg::Stored)]
+    geometry: GeometryArg,
     /// Perturbation of interior vertices (fraction of the grid spacing).
     #[arg(long, default_value_t = 0.2)]
     perturb: f64,
@@ -133,6 +147,7 @@ pub struct ResidualRecord {
     cells: usize,
     dofs: usize,
     accumulation: String,
+    geometry: &'static str,
     setup_s: f64,
     residual_s: f64,
     cells_per_s: f64,
@@ -428,6 +443,7 @@ fn measure<T: Real, P: Physics<T>>(
         cells,
         dofs: op.num_dofs(),
         accumulation: op.accumulation().name().into(),
+        geometry: "stored",
         setup_s,
         residual_s: t,
         cells_per_s: cells as f64 / t,
@@ -476,7 +492,8 @@ mod gpu {
     //! the global residual.
     use super::*;
     use ferrofem_cuda::residual::{
-        case_physics, Aux, GpuResidual, Output, ResidualConfig, Strategy, AUTOTUNE_CANDIDATES,
+        case_physics, Aux, Geometry, GpuResidual, Output, ResidualConfig, Strategy,
+        AUTOTUNE_CANDIDATES,
     };
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
     use ferrofem_fe::QuadratureRule;
@@ -508,7 +525,7 @@ mod gpu {
                 a.precision
             );
             println!(
-                "{:>34} {:>9} {:>9} {:>3} {:>9} {:>9} {:>7} {:>8} {:>5}",
+                "{:>38} {:>9} {:>9} {:>3} {:>9} {:>9} {:>7} {:>8} {:>5}",
                 "kernel", "cells", "dofs", "q", "ms", "Mcell/s", "GF/s", "GB/s", "roof"
             );
         }
@@ -558,7 +575,8 @@ mod gpu {
             T::BYTES,
         );
         let cells = st.mesh.num_cells();
-        let model = ResidualModel::new(&shape, cells, st.space.num_dofs(), aux_nodes);
+        let stored_model = ResidualModel::new(&shape, cells, st.space.num_dofs(), aux_nodes);
+        let vertex_model = stored_model.with_vertex_geometry(&shape, cells, st.mesh.num_vertices());
         let evec = st.space.restriction().evec_len();
         let ndofs = st.space.num_dofs();
         let mk = |len: usize, seed| {
@@ -589,75 +607,96 @@ mod gpu {
             Ok((t, op.shape()))
         };
         let mut configs: Vec<(String, ResidualConfig)> = Vec::new();
-        for output in [
-            Output::ElementVectors,
-            Output::GlobalAtomic,
-            Output::GlobalColored,
-        ] {
-            // autotune the transposition kernel's batch shape for this class, cached
-            let key = format!(
-                "residual|{}|{}|{}|d{}|p{}|q{}|{:?}",
-                dev.name(),
-                T::NAME,
-                name,
-                a.dim,
-                a.order,
-                rule.len(),
-                output
-            );
-            let best = match crate::autotune::lookup(&key) {
-                Some(v) if v.len() == 2 => (v[0], v[1]),
-                _ => {
-                    let mut best = (f64::INFINITY, (4, 2));
-                    for (nbl, nbatch) in AUTOTUNE_CANDIDATES {
-                        let cfg = ResidualConfig {
-                            output,
-                            blocks_per_batch: nbl,
-                            batches: nbatch,
-                            ..ResidualConfig::new()
-                        };
-                        if let Ok((t, _)) = time(cfg, 5, &mut oe, &mut ol) {
-                            if t < best.0 {
-                                best = (t, (nbl, nbatch));
+        let geometries: &[Geometry] = match a.geometry {
+            GeometryArg::Stored => &[Geometry::Stored],
+            GeometryArg::Vertices => &[Geometry::FromVertices],
+            GeometryArg::Both => &[Geometry::Stored, Geometry::FromVertices],
+        };
+        for &geometry in geometries {
+            for output in [
+                Output::ElementVectors,
+                Output::GlobalAtomic,
+                Output::GlobalColored,
+            ] {
+                // autotune the transposition kernel's batch shape for this class, cached (v3:
+                // the kernel with asynchronous double-buffered batch loads)
+                let key = format!(
+                    "residual-v3|{}|{}|{}|d{}|p{}|q{}|{:?}|{:?}",
+                    dev.name(),
+                    T::NAME,
+                    name,
+                    a.dim,
+                    a.order,
+                    rule.len(),
+                    output,
+                    geometry
+                );
+                let best = match crate::autotune::lookup(&key) {
+                    Some(v) if v.len() == 2 => (v[0], v[1]),
+                    _ => {
+                        let mut best = (f64::INFINITY, (4, 2));
+                        for (nbl, nbatch) in AUTOTUNE_CANDIDATES {
+                            let cfg = ResidualConfig {
+                                output,
+                                geometry,
+                                blocks_per_batch: nbl,
+                                batches: nbatch,
+                                ..ResidualConfig::new()
+                            };
+                            if let Ok((t, (threads, nbc))) = time(cfg, 5, &mut oe, &mut ol) {
+                                eprintln!(
+                                "autotune {} {:?} {:?}: b{nbl} n{nbatch} ({threads} threads, {nbc} cells per batch): {:.3} ms",
+                                name, output, geometry, t * 1e3
+                            );
+                                if t < best.0 {
+                                    best = (t, (nbl, nbatch));
+                                }
                             }
                         }
+                        crate::autotune::store(&key, vec![best.1 .0, best.1 .1]);
+                        best.1
                     }
-                    crate::autotune::store(&key, vec![best.1 .0, best.1 .1]);
-                    best.1
-                }
-            };
-            configs.push((
-                format!("transposition-{}", out_name(output)),
-                ResidualConfig {
-                    output,
-                    blocks_per_batch: best.0,
-                    batches: best.1,
-                    ..ResidualConfig::new()
-                },
-            ));
-            if output != Output::GlobalColored {
-                for strategy in [Strategy::ThreadPerCell, Strategy::ThreadPerBasis] {
-                    configs.push((
-                        format!(
-                            "{}-{}",
-                            if strategy == Strategy::ThreadPerCell {
-                                "per-cell"
-                            } else {
-                                "per-basis"
+                };
+                configs.push((
+                    format!("transposition-{}", out_name(output)),
+                    ResidualConfig {
+                        output,
+                        geometry,
+                        blocks_per_batch: best.0,
+                        batches: best.1,
+                        ..ResidualConfig::new()
+                    },
+                ));
+                if output != Output::GlobalColored {
+                    for strategy in [Strategy::ThreadPerCell, Strategy::ThreadPerBasis] {
+                        configs.push((
+                            format!(
+                                "{}-{}",
+                                if strategy == Strategy::ThreadPerCell {
+                                    "per-cell"
+                                } else {
+                                    "per-basis"
+                                },
+                                out_name(output)
+                            ),
+                            ResidualConfig {
+                                strategy,
+                                output,
+                                geometry,
+                                ..ResidualConfig::new()
                             },
-                            out_name(output)
-                        ),
-                        ResidualConfig {
-                            strategy,
-                            output,
-                            ..ResidualConfig::new()
-                        },
-                    ));
+                        ));
+                    }
                 }
             }
         }
         for (label, cfg) in configs {
             let (t, (threads, nbc)) = time(cfg, a.reps, &mut oe, &mut ol)?;
+            let model = if cfg.geometry == Geometry::FromVertices {
+                &vertex_model
+            } else {
+                &stored_model
+            };
             let m = if cfg.output == Output::ElementVectors {
                 model.element_vectors()
             } else {
@@ -687,6 +726,11 @@ mod gpu {
                 cells,
                 dofs: ndofs,
                 accumulation: label,
+                geometry: if cfg.geometry == Geometry::FromVertices {
+                    "vertices"
+                } else {
+                    "stored"
+                },
                 setup_s: st.prep_s,
                 residual_s: t,
                 cells_per_s: cells as f64 / t,
@@ -718,8 +762,12 @@ mod gpu {
                     (rec.gbytes_per_s_global, rec.roofline_fraction_global)
                 };
                 println!(
-                    "{:>34} {:>9} {:>9} {:>3} {:>9.3} {:>9.1} {:>7.1} {:>8.1} {:>4.0}%",
-                    rec.accumulation,
+                    "{:>38} {:>9} {:>9} {:>3} {:>9.3} {:>9.1} {:>7.1} {:>8.1} {:>4.0}%",
+                    if rec.geometry == "vertices" {
+                        format!("{}+vtx", rec.accumulation)
+                    } else {
+                        rec.accumulation.clone()
+                    },
                     rec.cells,
                     rec.dofs,
                     rec.q,

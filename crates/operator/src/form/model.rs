@@ -194,6 +194,31 @@ impl ResidualModel {
         }
     }
 
+    /// The same evaluation with the geometry computed in the kernel from the cells' vertex
+    /// coordinates instead of read as `d² + 1` stored scalars per cell: the coordinates
+    /// are one global array (`s · d · num_vertices`, read once) reached through the
+    /// restriction's indices of the vertex nodes (`4 (d + 1)` bytes per cell, already
+    /// counted in the assembled variant). Fewer bytes: a win only where cells/s rises.
+    pub fn with_vertex_geometry(
+        &self,
+        shape: &ResidualShape,
+        num_cells: usize,
+        num_vertices: usize,
+    ) -> ResidualModel {
+        let cells = num_cells as f64;
+        let s = shape.scalar_bytes as f64;
+        let d = shape.dim as f64;
+        let stored = cells * s * (d * d + 1.0);
+        let coords = s * d * num_vertices as f64;
+        ResidualModel {
+            bytes_element_vectors: self.bytes_element_vectors - stored
+                + coords
+                + cells * 4.0 * (d + 1.0),
+            bytes_global: self.bytes_global - stored + coords,
+            flops: self.flops,
+        }
+    }
+
     /// The element-vector variant as a [`Model`] (for GB/s and roofline fractions).
     pub fn element_vectors(&self) -> Model {
         Model {
@@ -214,6 +239,21 @@ impl ResidualModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vertex_geometry_replaces_stored_factors_by_coordinates() {
+        // 2-D P1 Poisson, f64, 100 cells on 66 vertices (and 66 dofs)
+        let s = ResidualShape::new(2, 1, 3, 1, 0, AuxLayout::None, 8);
+        let m = ResidualModel::new(&s, 100, 66, 0);
+        let v = m.with_vertex_geometry(&s, 100, 66);
+        // stored: 5 scalars per cell; vertices: 2 coordinates per vertex + 3 indices per cell
+        assert_eq!(m.bytes_global - v.bytes_global, 100.0 * 40.0 - 66.0 * 16.0);
+        assert_eq!(
+            m.bytes_element_vectors - v.bytes_element_vectors,
+            100.0 * 40.0 - 66.0 * 16.0 - 100.0 * 12.0
+        );
+        assert_eq!(m.flops, v.flops);
+    }
 
     #[test]
     fn reproduces_the_papers_balance_for_p1_poisson() {
