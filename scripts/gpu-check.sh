@@ -13,7 +13,7 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
 done
 export FERROFEM_REQUIRE_GPU=1
-export FERROFEM_KERNEL_CACHE="$OUT/kernel-cache"
+export FERROFEM_KERNEL_CACHE="${FERROFEM_KERNEL_CACHE:-/tmp/ferrofem-kernel-cache}"
 echo "== revision $(cat $BIN/REVISION 2>/dev/null)  date $(date -u +%FT%TZ)"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
 "$BIN/ferrofem" info 2>&1 | tee "$OUT/info.txt"
@@ -102,6 +102,43 @@ case "$MODE" in
       bench residual --backend cuda --dim 3 --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10 --geometry both
     done
     bench residual --backend cuda --dim 2 --physics elasticity --order 1 --precision f64 --cells 1.2e7 --reps 10 --geometry both
+    ;;
+  res3b)
+    # the residual benchmarks left: f32, elasticity
+    for dim in 2 3; do
+      bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision f32 --cells 1.2e7 --reps 10 --geometry both
+    done
+    for prec in f64 f32; do
+      bench residual --backend cuda --dim 3 --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
+    done
+    bench residual --backend cuda --dim 2 --physics elasticity --order 1 --precision f64 --cells 1.2e7 --reps 10
+    ;;
+  res4)
+    # scalar P1 with contiguous 16-byte batch copies (v4 of the transposition)
+    for prec in f32 f64; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+    done
+    ;;
+  tuned)
+    # the tuned defaults (BpConfig::tuned) at every order, stored geometry; the full BP solve
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    ;;
+  ncu)
+    # hardware counters of one BP1 and one BP3 application (p = 7)
+    if command -v ncu >/dev/null; then
+      for bp in bp1 bp3; do
+        echo "== ncu $bp p=7"
+        ncu --clock-control none -k regex:bp_apply -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+            --section Occupancy --section WarpStateStats --section LaunchStats \
+            "$BIN/ferrofem" bench $bp --backend cuda --order 7 --geo stored --reps 1 --warmup 0 > "$OUT/ncu-$bp.txt" 2>&1
+        grep -E "DRAM Throughput|Memory Throughput|Duration|L2 Hit|L1/TEX Hit|Achieved Occupancy|Theoretical Occupancy|Registers Per|Stall|Warp Cycles Per Issued|Compute \(SM\)|Mem Busy|Max Bandwidth|dram__bytes|Block Limit" "$OUT/ncu-$bp.txt" | head -40
+      done
+    else
+      echo "ncu not found"
+    fi
     ;;
   bp|full)
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8; done

@@ -287,6 +287,23 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait_prev() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
+// 16-byte asynchronous copy (bypasses L1: the batch data are streamed once)
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(smem_addr(dst)), "l"(src) : "memory");
+}
+
+// Starts the copy of a contiguous run of n reals into shared memory: consecutive threads
+// take consecutive 16-byte chunks when both ends are 16-byte aligned, else one real each.
+__device__ __forceinline__ void copy_run(real* dst, const real* src, u32 n, int t) {
+    const u32 V = 16 / sizeof(real);
+    u32 done = 0;
+    if ((((size_t)dst | (size_t)src) & 15) == 0) {
+        for (u32 k = t; k < n / V; k += NT) cp_async_16(dst + k * V, src + k * V);
+        done = (n / V) * V;
+    }
+    for (u32 k = done + t; k < n; k += NT) cp_async_real(dst + k, src + k);
+}
+
 __device__ __forceinline__ const real* value_ptr(const real* FF_RESTRICT x, const u32* FF_RESTRICT offsets, u32 cell, int b, int c) {
 #if OUT == 0
     return x + ((size_t)cell * NC + c) * NB + b;
@@ -303,7 +320,15 @@ __device__ __forceinline__ void batch_issue(u32 first, u32 nvalid, u32 cell0, co
                                             const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
                                             const real* FF_RESTRICT coords, const real* FF_RESTRICT aux,
                                             const real* FF_RESTRICT u, const real* FF_RESTRICT w,
-                                            real* su, real* sw, real* sa, real* sx, int t) {
+                                            real* su, real* sw, real* sa, real* sx, u32* so, int t) {
+#if OUT == 0
+    if (NC == 1 && cells == nullptr) {
+        // scalar element vectors of consecutive cells: one contiguous run each
+        copy_run(su, u + (size_t)(cell0 + first) * NBT, nvalid * NBT, t);
+#if JAC
+        copy_run(sw, w + (size_t)(cell0 + first) * NBT, nvalid * NBT, t);
+#endif
+    } else
     for (int k = t; k < NBC * NBT; k += NT) {
         const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
         if ((u32)lc < nvalid) {
@@ -314,15 +339,38 @@ __device__ __forceinline__ void batch_issue(u32 first, u32 nvalid, u32 cell0, co
 #endif
         }
     }
-#if AUX
+#else
+    // global vectors: each (cell, basis) item reads its index once, gathers every component
+    // (and the nodal aux value) through it and keeps it in shared memory for the scatter
+    for (int k = t; k < NBC * NB; k += NT) {
+        const int lc = k / NB, b = k % NB;
+        if ((u32)lc < nvalid) {
+            const u32 cell = cell_id(first + lc, cell0, cells);
+            const u32 node = offsets[(size_t)cell * NB + b];
+            so[k] = node;
+#pragma unroll
+            for (int c = 0; c < NC; c++) {
+                cp_async_real(su + lc * NBT + b * NC + c, u + (size_t)node * NC + c);
+#if JAC
+                cp_async_real(sw + lc * NBT + b * NC + c, w + (size_t)node * NC + c);
+#endif
+            }
+#if AUX == 1
+            cp_async_real(sa + k, aux + node);
+#endif
+        }
+    }
+#endif
+#if AUX && !(AUX == 1 && OUT != 0)
+    if (cells == nullptr) {
+        copy_run(sa, aux + (size_t)(cell0 + first) * NAE, nvalid * NAE, t);
+    } else
     for (int k = t; k < NBC * NAE; k += NT) {
         const int lc = k / NAE, b = k % NAE;
         if ((u32)lc < nvalid) {
             const u32 cell = cell_id(first + lc, cell0, cells);
-#if AUX == 1 && OUT == 0
+#if AUX == 1
             cp_async_real(sa + k, aux + (size_t)cell * NB + b);
-#elif AUX == 1
-            cp_async_real(sa + k, aux + offsets[(size_t)cell * NB + b]);
 #else
             cp_async_real(sa + k, aux + cell);
 #endif
@@ -332,8 +380,7 @@ __device__ __forceinline__ void batch_issue(u32 first, u32 nvalid, u32 cell0, co
 #if GEO == 0
     if (cells == nullptr) {
         // the batch's factors are one contiguous run
-        const real* src = geo + (size_t)(cell0 + first) * NGEOC;
-        for (u32 k = t; k < nvalid * NGEOC; k += NT) cp_async_real(sx + k, src + k);
+        copy_run(sx, geo + (size_t)(cell0 + first) * NGEOC, nvalid * NGEOC, t);
     } else {
         for (int k = t; k < NBC * NGEOC; k += NT) {
             const int lc = k / NGEOC, j = k % NGEOC;
@@ -358,29 +405,34 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
          const real* FF_RESTRICT u, const real* FF_RESTRICT w, real* FF_RESTRICT out)
 {
 #if STRATEGY == 0
-    __shared__ real s_u[NSTAGE][NBC * NBT];
+    __shared__ __align__(16) real s_u[NSTAGE][NBC * NBT];
 #if JAC
-    __shared__ real s_w[NSTAGE][NBC * NBT];
+    __shared__ __align__(16) real s_w[NSTAGE][NBC * NBT];
 #else
     real (*s_w)[NBC * NBT] = s_u;
 #endif
 #if AUX
-    __shared__ real s_a[NSTAGE][NBC * NAE];
+    __shared__ __align__(16) real s_a[NSTAGE][NBC * NAE];
 #else
     __shared__ real s_a[NSTAGE][1];
 #endif
-    __shared__ real s_x[NSTAGE][NBC * NGL];
+    __shared__ __align__(16) real s_x[NSTAGE][NBC * NGL];
 #if GEO == 1
     __shared__ real s_gv[NBC * NGEOC];   // J^{-1}, det J computed in the quadrature phase
 #endif
     __shared__ real s_f[NBC * NQ * NF];
+#if OUT != 0
+    __shared__ u32 s_o[NSTAGE][NBC * NB];   // the batch's restriction indices
+#else
+    u32 (*s_o)[1] = nullptr;
+#endif
     const int t = threadIdx.x;
     const u32 chunk0 = blockIdx.x * NBATCH;
     // prologue: the chunk's first batch
     if (chunk0 * NBC < ncells) {
         const u32 first = chunk0 * NBC;
         batch_issue(first, min((u32)NBC, ncells - first), cell0, cells, offsets, geo, coords, aux, u, w,
-                    s_u[0], s_w[0], s_a[0], s_x[0], t);
+                    s_u[0], s_w[0], s_a[0], s_x[0], s_o ? s_o[0] : nullptr, t);
     }
     cp_async_commit();
     for (int batch = 0; batch < NBATCH; batch++) {
@@ -393,7 +445,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
         const u32 nfirst = first + NBC;
         if (batch + 1 < NBATCH && nfirst < ncells)
             batch_issue(nfirst, min((u32)NBC, ncells - nfirst), cell0, cells, offsets, geo, coords, aux, u, w,
-                        s_u[st ^ 1], s_w[st ^ 1], s_a[st ^ 1], s_x[st ^ 1], t);
+                        s_u[st ^ 1], s_w[st ^ 1], s_a[st ^ 1], s_x[st ^ 1], s_o ? s_o[st ^ 1] : nullptr, t);
         cp_async_commit();
         cp_async_wait_prev();
 #else
@@ -429,8 +481,16 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
         // basis phase (thread transposition): (cell, basis, component) items
         for (int k = t; k < NBC * NBT; k += NT) {
             const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
-            if ((u32)lc < nvalid)
-                store(out, offsets, cell_id(first + lc, cell0, cells), b, c, basis_value(b, c, s_f + lc * NQ * NF, s_g + lc * NGEOC));
+            if ((u32)lc < nvalid) {
+                const real val = basis_value(b, c, s_f + lc * NQ * NF, s_g + lc * NGEOC);
+#if OUT == 0
+                store(out, offsets, cell_id(first + lc, cell0, cells), b, c, val);
+#elif OUT == 1
+                atomicAdd(out + (size_t)s_o[st][lc * NB + b] * NC + c, val);
+#else
+                out[(size_t)s_o[st][lc * NB + b] * NC + c] += val;
+#endif
+            }
         }
         __syncthreads();
     }

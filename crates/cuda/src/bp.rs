@@ -81,15 +81,24 @@ pub struct BpConfig {
 
 impl BpConfig {
     /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
-    /// `p` (notes/gpu-bp.md, v4): v2 kernels on an interior-last space, bulk-copied stored
-    /// geometry, except BP3.5 at p = 5 and 7 (direct loads, one element per block).
+    /// `p` (notes/gpu-bp.md, v4 and v5 runs): kernels on an interior-last space; v2 with
+    /// bulk-copied stored geometry unless the measurements chose the persistent v5 kernel
+    /// or direct geometry loads with one element per block.
     pub fn tuned(kind: TensorKind, geo: GeoMode, p: usize) -> BpConfig {
         let mut c = BpConfig::new(kind);
         c.geo = geo;
         c.interior_last = true;
-        if kind.is_collocated() && geo == GeoMode::Stored && (p == 5 || p == 7) {
-            c.direct_geometry = true;
-            c.elems_per_block = Some(1);
+        let stored = geo == GeoMode::Stored;
+        match kind {
+            TensorKind::Mass => c.persistent = stored && p == 2,
+            TensorKind::Diffusion { .. } => c.persistent = stored && (p == 2 || p == 6),
+            TensorKind::CollocatedDiffusion { .. } => {
+                c.persistent = if stored { p == 1 || p == 5 } else { p == 3 };
+                if stored && p == 7 {
+                    c.direct_geometry = true;
+                    c.elems_per_block = Some(1);
+                }
+            }
         }
         c
     }

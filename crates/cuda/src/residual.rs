@@ -180,12 +180,18 @@ pub fn residual_kernel<T: GpuReal>(
         d * d + 1
     };
     let nstage = if cfg.batches > 1 { 2 } else { 1 };
+    let index_bytes = if cfg.output == Output::ElementVectors {
+        0
+    } else {
+        4 * nb * nstage
+    };
     let smem_of = |nbc: usize| {
         T::BYTES
             * nbc
             * (nstage * (nb * nc * (1 + jacobian as usize) + nae + ngl)
                 + if from_vertices { d * d + 1 } else { 0 }
                 + nq * nf)
+            + index_bytes * nbc
     };
     // blocks per batch as asked, halved until the batch fits 48 KB of shared memory and
     // 1024 threads (the effective value is part of the kernel name)

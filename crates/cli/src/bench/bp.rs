@@ -69,7 +69,8 @@ pub enum GeoLoad {
     Direct,
     /// Measure both.
     Both,
-    /// The measured best for the operator and order (`BpConfig::tuned`).
+    /// The measured best for the operator and order (`BpConfig::tuned`: with `--kernel
+    /// pencil` this may pick the persistent v5 kernel or direct loads).
     Tuned,
 }
 
@@ -587,6 +588,7 @@ mod gpu {
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
             let t = BpConfig::tuned(kind, cfg.geo, prob.space.order());
             cfg.direct_geometry = t.direct_geometry;
+            cfg.persistent = t.persistent;
             cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
         }
         let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
@@ -615,7 +617,11 @@ mod gpu {
         rec.registers = op.registers();
         rec.kernel = format!(
             "{}-g{}{}{}{}",
-            format!("{kernel:?}").to_lowercase(),
+            if cfg.persistent {
+                "persistent".to_string()
+            } else {
+                format!("{kernel:?}").to_lowercase()
+            },
             op.grid(),
             if cfg.interior_last { "+il" } else { "" },
             if cfg.direct_geometry { "+direct" } else { "" },
