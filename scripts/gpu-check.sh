@@ -121,6 +121,14 @@ case "$MODE" in
       done
     done
     ;;
+  res5)
+    # component-major element vectors: elasticity batches as contiguous runs too
+    for prec in f64 f32; do
+      bench residual --backend cuda --dim 3 --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
+    done
+    bench residual --backend cuda --dim 2 --physics elasticity --order 1 --precision f64 --cells 1.2e7 --reps 10
+    bench residual --backend cuda --dim 2 --physics poisson-varcoef --order 1 --precision f32 --cells 1.2e7 --reps 10
+    ;;
   tuned)
     # the tuned defaults (BpConfig::tuned) at every order, stored geometry; the full BP solve
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done

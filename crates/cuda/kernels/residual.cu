@@ -39,6 +39,9 @@
 #define NT 128
 #endif
 #define NF (NC + NC * DIM)
+// element-local position of basis function b, component c: component-major, the order of
+// an E-vector [cell][comp][basis], so a batch of element vectors is one contiguous run
+#define ELOC(b, c) ((c) * NB + (b))
 
 __device__ __forceinline__ u32 cell_id(u32 i, u32 cell0, const u32* FF_RESTRICT cells) {
     return cells ? cells[cell0 + i] : cell0 + i;
@@ -125,12 +128,12 @@ __device__ __forceinline__ void point_values(int q, const real* ue, const real* 
         }
 #pragma unroll
         for (int c = 0; c < NC; c++) {
-            const real ub = ue[b * NC + c];
+            const real ub = ue[ELOC(b, c)];
             u[c] += phi * ub;
 #pragma unroll
             for (int i = 0; i < DIM; i++) du[c * DIM + i] += gphys[i] * ub;
 #if JAC
-            const real vb = we[b * NC + c];
+            const real vb = we[ELOC(b, c)];
             v[c] += phi * vb;
 #pragma unroll
             for (int i = 0; i < DIM; i++) dv[c * DIM + i] += gphys[i] * vb;
@@ -322,15 +325,15 @@ __device__ __forceinline__ void batch_issue(u32 first, u32 nvalid, u32 cell0, co
                                             const real* FF_RESTRICT u, const real* FF_RESTRICT w,
                                             real* su, real* sw, real* sa, real* sx, u32* so, int t) {
 #if OUT == 0
-    if (NC == 1 && cells == nullptr) {
-        // scalar element vectors of consecutive cells: one contiguous run each
+    if (cells == nullptr) {
+        // element vectors of consecutive cells: one contiguous run each
         copy_run(su, u + (size_t)(cell0 + first) * NBT, nvalid * NBT, t);
 #if JAC
         copy_run(sw, w + (size_t)(cell0 + first) * NBT, nvalid * NBT, t);
 #endif
     } else
     for (int k = t; k < NBC * NBT; k += NT) {
-        const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
+        const int lc = k / NBT, r = k % NBT, c = r / NB, b = r % NB;
         if ((u32)lc < nvalid) {
             const u32 cell = cell_id(first + lc, cell0, cells);
             cp_async_real(su + k, value_ptr(u, offsets, cell, b, c));
@@ -350,9 +353,9 @@ __device__ __forceinline__ void batch_issue(u32 first, u32 nvalid, u32 cell0, co
             so[k] = node;
 #pragma unroll
             for (int c = 0; c < NC; c++) {
-                cp_async_real(su + lc * NBT + b * NC + c, u + (size_t)node * NC + c);
+                cp_async_real(su + lc * NBT + ELOC(b, c), u + (size_t)node * NC + c);
 #if JAC
-                cp_async_real(sw + lc * NBT + b * NC + c, w + (size_t)node * NC + c);
+                cp_async_real(sw + lc * NBT + ELOC(b, c), w + (size_t)node * NC + c);
 #endif
             }
 #if AUX == 1
@@ -480,7 +483,12 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
         __syncthreads();
         // basis phase (thread transposition): (cell, basis, component) items
         for (int k = t; k < NBC * NBT; k += NT) {
-            const int lc = k / NBT, r = k % NBT, b = r / NC, c = r % NC;
+            const int lc = k / NBT, r = k % NBT;
+#if OUT == 0
+            const int c = r / NB, b = r % NB;   // consecutive threads, consecutive addresses
+#else
+            const int b = r / NC, c = r % NC;
+#endif
             if ((u32)lc < nvalid) {
                 const real val = basis_value(b, c, s_f + lc * NQ * NF, s_g + lc * NGEOC);
 #if OUT == 0
@@ -502,11 +510,11 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
     real ue[NBT], we[NBT], ae[NAE], g[NGEOC];
     for (int b = 0; b < NB; b++)
         for (int c = 0; c < NC; c++) {
-            ue[b * NC + c] = load_value(u, offsets, cell, b, c);
+            ue[ELOC(b, c)] = load_value(u, offsets, cell, b, c);
 #if JAC
-            we[b * NC + c] = load_value(w, offsets, cell, b, c);
+            we[ELOC(b, c)] = load_value(w, offsets, cell, b, c);
 #else
-            we[b * NC + c] = 0;
+            we[ELOC(b, c)] = 0;
 #endif
         }
 #if AUX
@@ -550,11 +558,11 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
         real ue[NBT], we[NBT], ae[NAE];
         for (int bb = 0; bb < NB; bb++)
             for (int cc = 0; cc < NC; cc++) {
-                ue[bb * NC + cc] = load_value(u, offsets, cell, bb, cc);
+                ue[ELOC(bb, cc)] = load_value(u, offsets, cell, bb, cc);
 #if JAC
-                we[bb * NC + cc] = load_value(w, offsets, cell, bb, cc);
+                we[ELOC(bb, cc)] = load_value(w, offsets, cell, bb, cc);
 #else
-                we[bb * NC + cc] = 0;
+                we[ELOC(bb, cc)] = 0;
 #endif
             }
 #if AUX
