@@ -14,7 +14,8 @@ use crate::linear_system::to_real;
 use crate::problem::{Coefficient, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::solve::{
-    newton_forcing, NewtonReport, Outcome, ResidualReport, SolveSettings, SolverKind, GMRES_RESTART,
+    newton_forcing, newton_outcome, Outcome, ResidualReport, SolveSettings, SolverKind,
+    GMRES_RESTART,
 };
 use crate::PipelineError;
 use ferrofem_base::{CellType, Real};
@@ -470,34 +471,20 @@ fn newton_run<G: GpuReal, T: Real, P: Physics<T>>(
         .iter()
         .map(|x| x.as_f64())
         .collect();
-    let h = &stats.residual_history;
-    let (first, last) = (h.first().copied().unwrap_or(0.0), stats.final_residual());
     let skipped = system.unpreconditioned.get();
-    Ok(Outcome {
-        u,
-        method: format!(
-            "GPU ({}): Newton with line search; residual and Jacobian-action kernels \
-             (thread transposition), GMRES({GMRES_RESTART}) right-preconditioned by Jacobi \
-             (Jacobian diagonal from the CPU each step{}), relative tolerance \
-             min(0.1, ‖F_k‖/‖F_0‖) per step; every vector on the device",
-            dev.name(),
-            if skipped > 0 {
-                format!("; {skipped} step(s) unpreconditioned, non-positive diagonal")
-            } else {
-                String::new()
-            }
-        ),
-        iterations: stats.linear_iterations,
-        newton: Some(NewtonReport::of(&stats)),
-        residual: ResidualReport {
-            initial: first,
-            last,
-            relative: if first > 0.0 { last / first } else { last },
-        },
-        setup: 0.0,
-        assembly: (build + host).as_secs_f64(),
-        solve: solve.as_secs_f64(),
-    })
+    let method = format!(
+        "GPU ({}): Newton with line search; residual and Jacobian-action kernels \
+         (thread transposition), GMRES({GMRES_RESTART}) right-preconditioned by Jacobi \
+         (Jacobian diagonal from the CPU each step{}), relative tolerance \
+         min(0.1, ‖F_k‖/‖F_0‖) per step; every vector on the device",
+        dev.name(),
+        if skipped > 0 {
+            format!("; {skipped} step(s) unpreconditioned, non-positive diagonal")
+        } else {
+            String::new()
+        }
+    );
+    Ok(newton_outcome(u, &stats, method, build + host, solve))
 }
 
 /// The nonlinear system on the device (see [`nonlinear_gpu`]).

@@ -649,34 +649,14 @@ impl SolveVisitor<'_> {
             assembly: Cell::new(Duration::ZERO),
             steps: Cell::new(0),
         };
-        let setup_assembly = t.elapsed();
-        let t = Instant::now();
-        let opts = NewtonOptions {
-            rtol: self.settings.rtol(),
-            max_iter: 30,
-            ..NewtonOptions::default()
-        };
-        let mut u = system.g.clone();
-        self.progress.stage("Newton: initial residual");
-        let stats = newton(&system, &mut u, &opts)?;
-        let assembly = setup_assembly + system.assembly.get();
-        let solve = t.elapsed().saturating_sub(system.assembly.get());
-        let h = &stats.residual_history;
-        let (first, last) = (h.first().copied().unwrap_or(0.0), stats.final_residual());
-        Ok(Outcome {
-            u: to_f64(&u),
-            method: "Newton with line search; assembled Jacobian, sparse LU (faer) per step".into(),
-            iterations: stats.linear_iterations,
-            newton: Some(NewtonReport::of(&stats)),
-            residual: ResidualReport {
-                initial: first,
-                last,
-                relative: ratio(last, first),
-            },
-            setup: 0.0,
-            assembly: assembly.as_secs_f64(),
-            solve: solve.as_secs_f64(),
-        })
+        let setup = t.elapsed();
+        self.run_newton(
+            &system,
+            &system.g,
+            setup,
+            || system.assembly.get(),
+            "Newton with line search; assembled Jacobian, sparse LU (faer) per step".into(),
+        )
     }
 
     /// Newton with line search; each step's Jacobian solve is matrix-free GMRES with a
@@ -698,38 +678,75 @@ impl SolveVisitor<'_> {
             diagonal: Cell::new(Duration::ZERO),
             steps: Cell::new(0),
         };
-        let setup_assembly = t.elapsed();
+        let setup = t.elapsed();
+        self.run_newton(
+            &system,
+            &system.g,
+            setup,
+            || system.diagonal.get(),
+            format!(
+                "Newton with line search; matrix-free Jacobian action, GMRES({GMRES_RESTART}) \
+                 right-preconditioned by Jacobi (Jacobian diagonal per step), relative \
+                 tolerance min(0.1, ‖F_k‖/‖F_0‖) per step"
+            ),
+        )
+    }
+
+    /// Runs Newton on `system` from `g` and reports it: `setup` and the per-step setup
+    /// time that `step_setup` returns afterwards (assembly or Jacobi diagonals) are
+    /// counted as assembly, the rest as solve.
+    fn run_newton<T: Real, S: NonlinearProblem<T>>(
+        &self,
+        system: &S,
+        g: &[T],
+        setup: Duration,
+        step_setup: impl Fn() -> Duration,
+        method: String,
+    ) -> Result<Outcome, PipelineError> {
         let t = Instant::now();
         let opts = NewtonOptions {
             rtol: self.settings.rtol(),
             max_iter: 30,
             ..NewtonOptions::default()
         };
-        let mut u = system.g.clone();
+        let mut u = g.to_vec();
         self.progress.stage("Newton: initial residual");
-        let stats = newton(&system, &mut u, &opts)?;
-        let assembly = setup_assembly + system.diagonal.get();
-        let solve = t.elapsed().saturating_sub(system.diagonal.get());
-        let h = &stats.residual_history;
-        let (first, last) = (h.first().copied().unwrap_or(0.0), stats.final_residual());
-        Ok(Outcome {
-            u: to_f64(&u),
-            method: format!(
-                "Newton with line search; matrix-free Jacobian action, GMRES({GMRES_RESTART}) \
-                 right-preconditioned by Jacobi (Jacobian diagonal per step), relative \
-                 tolerance min(0.1, ‖F_k‖/‖F_0‖) per step"
-            ),
-            iterations: stats.linear_iterations,
-            newton: Some(NewtonReport::of(&stats)),
-            residual: ResidualReport {
-                initial: first,
-                last,
-                relative: ratio(last, first),
-            },
-            setup: 0.0,
-            assembly: assembly.as_secs_f64(),
-            solve: solve.as_secs_f64(),
-        })
+        let stats = newton(system, &mut u, &opts)?;
+        let solve = t.elapsed().saturating_sub(step_setup());
+        Ok(newton_outcome(
+            to_f64(&u),
+            &stats,
+            method,
+            setup + step_setup(),
+            solve,
+        ))
+    }
+}
+
+/// The outcome of a Newton solve (CPU or GPU): its statistics, with `assembly` the time
+/// spent building Jacobians or preconditioners and `solve` the rest.
+pub(crate) fn newton_outcome(
+    u: Vec<f64>,
+    stats: &NewtonStats,
+    method: String,
+    assembly: Duration,
+    solve: Duration,
+) -> Outcome {
+    let h = &stats.residual_history;
+    let (first, last) = (h.first().copied().unwrap_or(0.0), stats.final_residual());
+    Outcome {
+        u,
+        method,
+        iterations: stats.linear_iterations,
+        newton: Some(NewtonReport::of(stats)),
+        residual: ResidualReport {
+            initial: first,
+            last,
+            relative: ratio(last, first),
+        },
+        setup: 0.0,
+        assembly: assembly.as_secs_f64(),
+        solve: solve.as_secs_f64(),
     }
 }
 

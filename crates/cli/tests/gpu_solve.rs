@@ -235,4 +235,9 @@ fn gpu_newton_gmres_reaches_the_cpu_newton_solution() {
         DirichletSpec::parse_list("xmin,ymin"),
         &dev,
     );
+    // a real Gmsh mesh, Dirichlet on named groups only
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/gmsh/box_tet_v41_binary.msh");
+    let mesh = ferrofem_mesh::read_gmsh(&file).unwrap();
+    check_nonlinear(&mesh, 2, DirichletSpec::parse_list("xmin,ymin"), &dev);
 }
