@@ -129,6 +129,38 @@ case "$MODE" in
     bench residual --backend cuda --dim 2 --physics elasticity --order 1 --precision f64 --cells 1.2e7 --reps 10
     bench residual --backend cuda --dim 2 --physics poisson-varcoef --order 1 --precision f32 --cells 1.2e7 --reps 10
     ;;
+  v6)
+    # v6: BP1 with register columns against the tuned pencil kernel; residual with fluxes
+    # mapped to the reference cell (third session)
+    bench bp1 --backend cuda --order 2..8 --geo stored --kernel pencil,registers
+    bench bp1 --backend cuda --order 7 --geo stored --kernel registers --geo-load direct
+    bench bp1 --backend cuda --order 3,7 --geo stored --kernel registers --elems-per-block 2
+    bench bp1 --backend cuda --order 3,7 --geo otf --kernel pencil,registers
+    for prec in f32 f64; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
+        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+    done
+    ;;
+  ncu6)
+    # counters: BP1 p = 7 with register columns; the residual transposition, 3-D f32
+    # elasticity (the benchmark's first residual launch once the autotuner's choice is cached)
+    if command -v ncu >/dev/null; then
+      S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis"
+      ncu --clock-control none -k regex:bp_apply -c 1 $S "$BIN/ferrofem" bench bp1 --backend cuda --order 7 --geo stored \
+          --kernel registers --reps 1 --warmup 0 > "$OUT/ncu-bp1-registers.txt" 2>&1
+      "$BIN/ferrofem" bench residual --backend cuda --dim 3 --physics elasticity --precision f32 --cells 1.2e7 --reps 2 > /dev/null 2>&1
+      ncu --clock-control none -k regex:residual -c 1 $S "$BIN/ferrofem" bench residual --backend cuda --dim 3 \
+          --physics elasticity --precision f32 --cells 1.2e7 --reps 1 --warmup 0 > "$OUT/ncu-residual-el3-f32.txt" 2>&1
+      for f in "$OUT"/ncu-bp1-registers.txt "$OUT"/ncu-residual-el3-f32.txt; do
+        echo "== $f"
+        grep -E "DRAM Throughput|L1/TEX Cache|L2 Cache Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|Compute \(SM\)|Block Limit|Issue Slots|Shared" "$f" | head -30
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   tuned)
     # the tuned defaults (BpConfig::tuned) at every order, stored geometry; the full BP solve
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done

@@ -21,6 +21,12 @@
 // (bulk copy, issued as soon as the pointwise phase has consumed the current one), so the
 // dependent offsets -> values loads and the geometry stream overlap the contractions.
 //
+// ZFIRST 1 (v6, BP1): the gather and the scatter go through registers. Owner threads load
+// their z-columns straight from global memory and contract along z in registers; y goes
+// through shared memory; the x-pencils then meet the pointwise weights in registers, and
+// the transposed phases run x (registers, in place), y (shared), z (registers) before the
+// scatter. Four shared-memory round trips per element instead of six.
+//
 // Needs (prepended by the host): the prelude, bp_common.cuh, and the constant matrices
 //   __constant__ real cB[Q*N] (OP 1, 3: GLL -> Gauss interpolation, row-major [q][n]),
 //   __constant__ real cD[..]  (OP 3: Gauss collocated derivative [Q][Q];
@@ -43,7 +49,15 @@
 #ifndef INTLAST
 #define INTLAST 0
 #endif
-#if OP == 1
+#ifndef ZFIRST
+#define ZFIRST 0
+#endif
+#if ZFIRST && (OP != 1 || PIPE)
+#error "ZFIRST (v6) exists for BP1 without PIPE only"
+#endif
+#if OP == 1 && ZFIRST
+#define REG (Q * Q * PADN)
+#elif OP == 1
 #define REG (N * Q * PADQ)
 #else
 #define REG (Q * Q * PADQ)
@@ -265,16 +279,125 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         const real* sG = geo + (size_t)(active ? e : 0) * GSTRIDE;   // read directly (GEOLOAD 1)
 #endif
 #if GEO == 1
+#if ZFIRST
+        // vertices with the axes cycled (x, y, z) -> (z, x, y), so that column_map's column
+        // runs along x: the thread (a, b) owns the x-pencil (y = a, z = b); a cyclic
+        // permutation of the Jacobian's columns leaves det J unchanged
+        if (active)
+            for (int t = a + T1D * b; t < VREG; t += T1D * T1D) {
+                const int d = t / 8, vx = t & 1, vy = (t >> 1) & 1, vz = (t >> 2) & 1;
+                sv[d * 8 + (vy | (vz << 1) | (vx << 2))] = geo[(size_t)e * VREG + t];
+            }
+#else
         if (active)
             for (int t = a + T1D * b; t < VREG; t += T1D * T1D) sv[t] = geo[(size_t)e * VREG + t];
 #endif
-#if OP == 1 && GEO == 0 && !TMA_GEO
+#endif
+#if OP == 1 && GEO == 0 && !TMA_GEO && !ZFIRST
         real gW[Q];   // this column's weights, loaded before the gather completes
         if (active) {
 #pragma unroll
             for (int q = 0; q < Q; q++) gW[q] = sG[q * QQ + b * Q + a];
         }
 #endif
+#if ZFIRST
+        // ======================= BP1, v6: register gather and scatter =======================
+        // sZ [z < Q][y < N][x]: after the z-contraction, and after the transposed y one;
+        // sY [z < Q][y < Q][x]: after the y-contraction, then the x-pencils' transposed
+        // outputs (each thread rewrites its own pencil in place)
+        real (*sZ)[N][PADN] = (real (*)[N][PADN])R0;
+        real (*sY)[Q][PADN] = (real (*)[Q][PADN])R1;
+        if (active && OWNER) {
+            real in[N];
+#pragma unroll
+            for (int k = 0; k < N; k++) r_idx[k] = node_index(offsets, e, nskel, a, b, k);
+#pragma unroll
+            for (int k = 0; k < N; k++) in[k] = u[r_idx[k]];
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                real s = 0;
+#pragma unroll
+                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
+                sZ[q][b][a] = s;
+            }
+        }
+        __syncthreads();
+        // y: pencils (x = a < N, z = b < Q)
+        if (active && a < N) {
+            real in[N];
+#pragma unroll
+            for (int n = 0; n < N; n++) in[n] = sZ[b][n][a];
+#pragma unroll
+            for (int q = 0; q < Q; q++) {
+                real s = 0;
+#pragma unroll
+                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
+                sY[b][q][a] = s;
+            }
+        }
+        __syncthreads();
+        // x: pencils (y = a, z = b) into registers, weights, transposed x in place
+#if TMA_GEO
+        geometry_wait(&bar, it & 1);
+#endif
+        if (active) {
+            real in[N], rx[Q];
+#pragma unroll
+            for (int n = 0; n < N; n++) in[n] = sY[b][a][n];
+#if GEO == 1
+            const ColumnMap cm = column_map(sv, cX[a], cX[b]);
+#endif
+#pragma unroll
+            for (int i = 0; i < Q; i++) {
+                real s = 0;
+#pragma unroll
+                for (int n = 0; n < N; n++) s += cB[i * N + n] * in[n];
+#if GEO == 0
+                s *= sG[b * QQ + a * Q + i];
+#else
+                real G[6], wdetj;
+                column_point(cm, cX[i], cW[a] * cW[b] * cW[i], G, &wdetj);
+                s *= wdetj;
+#endif
+                rx[i] = s;
+            }
+#pragma unroll
+            for (int n = 0; n < N; n++) {
+                real s = 0;
+#pragma unroll
+                for (int i = 0; i < Q; i++) s += cB[i * N + n] * rx[i];
+                sY[b][a][n] = s;
+            }
+        }
+        __syncthreads();
+        // transposed y: pencils (x = a < N, z = b < Q) -> sZ
+        if (active && a < N) {
+            real in[Q];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sY[b][q][a];
+#pragma unroll
+            for (int n = 0; n < N; n++) {
+                real s = 0;
+#pragma unroll
+                for (int q = 0; q < Q; q++) s += cB[q * N + n] * in[q];
+                sZ[b][n][a] = s;
+            }
+        }
+        __syncthreads();
+        // transposed z in registers, scatter
+        if (active && OWNER) {
+            real in[Q];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sZ[q][b][a];
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                real s = 0;
+#pragma unroll
+                for (int q = 0; q < Q; q++) s += cB[q * N + k] * in[q];
+                accumulate(v, r_idx[k], s, is_interior(a, b, k));
+            }
+        }
+#else
 #if PIPE
         cp_async_wait_all();
 #else
@@ -512,6 +635,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int k = 0; k < N; k++) accumulate(v, r_idx[k], sA[k][b][a], is_interior(a, b, k));
         }
 #endif
+#endif  // ZFIRST
 #if PIPE
 #pragma unroll
         for (int k = 0; k < N; k++) r_idx[k] = r_nidx[k];

@@ -39,6 +39,15 @@
 #define NT 128
 #endif
 #define NF (NC + NC * DIM)
+// shared-memory stride of one (cell, point) flux record: odd, so that consecutive cells'
+// records fall in different banks
+#define NFS (NF | 1)
+// whether the point fluxes have f0 (value) terms at all
+#if JAC
+#define F0_TERMS (HAS_G0 || HAS_G1)
+#else
+#define F0_TERMS HAS_F0
+#endif
 // element-local position of basis function b, component c: component-major, the order of
 // an E-vector [cell][comp][basis], so a batch of element vectors is one contiguous run
 #define ELOC(b, c) ((c) * NB + (b))
@@ -189,20 +198,62 @@ __device__ __forceinline__ void point_values(int q, const real* ue, const real* 
     for (int k = 0; k < NF; k++) f[k] *= wdetj;
 }
 
-// B-phase reduction for basis b, component c of a cell: sum over points.
-__device__ __forceinline__ real basis_value(int b, int c, const real* fq /* [NQ][NF] */, const real* g) {
+// f1 mapped to the reference cell in place, fr[c][k] = sum_i (J^{-1})_{k i} f1[c][i], so
+// that the basis phase reduces against the reference gradients and needs no geometry
+__device__ __forceinline__ void flux_to_reference(real* f, const real* g) {
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        real r[DIM];
+#pragma unroll
+        for (int k = 0; k < DIM; k++) {
+            real s = 0;
+#pragma unroll
+            for (int i = 0; i < DIM; i++) s += g[k * DIM + i] * f[NC + c * DIM + i];
+            r[k] = s;
+        }
+#pragma unroll
+        for (int k = 0; k < DIM; k++) f[NC + c * DIM + k] = r[k];
+    }
+}
+
+// 16-byte vector of reals (for shared-memory loads of whole cells)
+template <typename T> struct Vec16;
+template <> struct Vec16<float> { typedef float4 type; };
+template <> struct Vec16<double> { typedef double2 type; };
+
+// r[0..n) = s[0..n), n a compile-time constant; 16-byte loads when every cell's run is
+// 16-byte aligned (a cell's values at stride n from an aligned base), which also keeps
+// cells at strides like 12 reals free of shared-memory bank conflicts
+template <int n>
+__device__ __forceinline__ void load_cell(real* r, const real* s) {
+    constexpr int V = 16 / (int)sizeof(real);
+    if ((n * (int)sizeof(real)) % 16 == 0) {
+        typedef typename Vec16<real>::type vec;
+#pragma unroll
+        for (int i = 0; i < n / V; i++) {
+            union { vec v; real a[V]; } t;
+            t.v = reinterpret_cast<const vec*>(s)[i];
+#pragma unroll
+            for (int j = 0; j < V; j++) r[i * V + j] = t.a[j];
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < n; i++) r[i] = s[i];
+    }
+}
+
+// Basis-phase reduction for basis b, component c of a cell: sum over points of the
+// weighted f0 and the reference-mapped f1 (flux_to_reference) against the reference basis.
+__device__ __forceinline__ real basis_value_reference(int b, int c, const real* fq /* [NQ][NFS] */) {
     real acc = 0;
 #pragma unroll
     for (int q = 0; q < NQ; q++) {
-        const real* f = fq + q * NF;
+        const real* f = fq + q * NFS;
+#if F0_TERMS
         acc += cPhi[q * NB + b] * f[c];
+#endif
 #pragma unroll
-        for (int i = 0; i < DIM; i++) {
-            real gp = 0;
-#pragma unroll
-            for (int k = 0; k < DIM; k++) gp += g[k * DIM + i] * cDphi[(q * NB + b) * DIM + k];
-            acc += gp * f[NC + c * DIM + i];
-        }
+        for (int k = 0; k < DIM; k++) acc += cDphi[(q * NB + b) * DIM + k] * f[NC + c * DIM + k];
     }
     return acc;
 }
@@ -420,10 +471,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
     __shared__ real s_a[NSTAGE][1];
 #endif
     __shared__ __align__(16) real s_x[NSTAGE][NBC * NGL];
-#if GEO == 1
-    __shared__ real s_gv[NBC * NGEOC];   // J^{-1}, det J computed in the quadrature phase
-#endif
-    __shared__ real s_f[NBC * NQ * NF];
+    __shared__ real s_f[NBC * NQ * NFS];
 #if OUT != 0
     __shared__ u32 s_o[NSTAGE][NBC * NB];   // the batch's restriction indices
 #else
@@ -455,29 +503,30 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
         cp_async_wait_all();
 #endif
         __syncthreads();
-#if GEO == 1
-        const real* s_g = s_gv;
-#else
-        const real* s_g = s_x[st];
-#endif
-        // quadrature phase: (cell, point) items
+        // quadrature phase: (cell, point) items; the geometry is needed here only, since
+        // the fluxes leave it mapped to the reference cell
         for (int k = t; k < NBC * NQ; k += NT) {
             const int lc = k / NQ, q = k % NQ;
             if ((u32)lc < nvalid) {
 #if GEO == 1
                 real g[NGEOC];
                 geometry_from_vertices(s_x[st] + lc * NGL, g);
-                if (q == 0) {
-#pragma unroll
-                    for (int j = 0; j < NGEOC; j++) s_gv[lc * NGEOC + j] = g[j];
-                }
 #else
-                const real* g = s_g + lc * NGEOC;
+                const real* g = s_x[st] + lc * NGEOC;
+#endif
+                real ue[NBT];
+                load_cell<NBT>(ue, s_u[st] + lc * NBT);
+#if JAC
+                real we[NBT];
+                load_cell<NBT>(we, s_w[st] + lc * NBT);
+#else
+                const real* we = ue;
 #endif
                 real f[NF];
-                point_values(q, s_u[st] + lc * NBT, s_w[st] + lc * NBT, g, aux_at(q, s_a[st] + lc * NAE), f);
+                point_values(q, ue, we, g, aux_at(q, s_a[st] + lc * NAE), f);
+                flux_to_reference(f, g);
 #pragma unroll
-                for (int m = 0; m < NF; m++) s_f[(lc * NQ + q) * NF + m] = f[m];
+                for (int m = 0; m < NF; m++) s_f[(lc * NQ + q) * NFS + m] = f[m];
             }
         }
         __syncthreads();
@@ -490,7 +539,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
             const int b = r / NC, c = r % NC;
 #endif
             if ((u32)lc < nvalid) {
-                const real val = basis_value(b, c, s_f + lc * NQ * NF, s_g + lc * NGEOC);
+                const real val = basis_value_reference(b, c, s_f + lc * NQ * NFS);
 #if OUT == 0
                 store(out, offsets, cell_id(first + lc, cell0, cells), b, c, val);
 #elif OUT == 1

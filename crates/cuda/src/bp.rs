@@ -77,6 +77,10 @@ pub struct BpConfig {
     /// that gathers the next element's input (asynchronous copies) and fetches its
     /// geometry (bulk copies) while computing the current one.
     pub persistent: bool,
+    /// v2 BP1 only (v6): the gather and scatter go through registers (owner threads load
+    /// and store whole z-columns, contracting along z there) and the x-pencils meet the
+    /// weights in registers: four shared-memory round trips per element instead of six.
+    pub register_columns: bool,
 }
 
 impl BpConfig {
@@ -115,6 +119,7 @@ impl BpConfig {
             min_blocks: None,
             direct_geometry: false,
             persistent: false,
+            register_columns: false,
         }
     }
 }
@@ -174,6 +179,7 @@ fn choose_block(
         Variant::Pencil => {
             // mirrors WORK / GALL in kernels/bp_pencil.cu
             let reg = match op {
+                1 if cfg.register_columns => q * q * pad(n),
                 1 => n * q * pad(q),
                 _ => q * q * pad(q),
             };
@@ -338,6 +344,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "interior-last numbering, direct geometry loads and the persistent kernel exist in the v2 (pencil) kernels only".into(),
         ));
     }
+    if cfg.register_columns
+        && (cfg.kind != TensorKind::Mass || cfg.persistent || cfg.variant != Variant::Pencil)
+    {
+        return Err(GpuError::Unsupported(
+            "register columns (v6) exist for the non-persistent v2 BP1 kernel only".into(),
+        ));
+    }
     let q3 = q * q * q;
     let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     let basis = Lagrange1D::new(&gll.points);
@@ -388,7 +401,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 sources::BP_COMMON,
                 sources::BP_PENCIL
             ),
-            if cfg.persistent { "v5" } else { "v2" },
+            if cfg.persistent {
+                "v5"
+            } else if cfg.register_columns {
+                "v6"
+            } else {
+                "v2"
+            },
         ),
     };
     let spec = KernelSpec::new(
@@ -420,7 +439,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     )
     .define("MINB", cfg.min_blocks.unwrap_or(1))
     .define("GEOLOAD", cfg.direct_geometry as u32)
-    .define("PIPE", cfg.persistent as u32);
+    .define("PIPE", cfg.persistent as u32)
+    .define("ZFIRST", cfg.register_columns as u32);
     Ok(BpKernel {
         spec,
         q,
@@ -453,6 +473,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         min_blocks,
         direct_geometry: false,
         persistent: false,
+        register_columns: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -486,6 +507,26 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     c.persistent = true;
                     c.direct_geometry = true;
                     v.push((c, p, false));
+                }
+                // v6 (BP1): register columns, both numberings, direct geometry once
+                if kind == TensorKind::Mass {
+                    for il in [false, true] {
+                        let mut c = base(kind, geo, Variant::Pencil, il, None, None);
+                        c.register_columns = true;
+                        v.push((c, p, false));
+                        v.push((c, p, true));
+                    }
+                    if geo == GeoMode::Stored {
+                        let mut c = base(kind, geo, Variant::Pencil, true, None, None);
+                        c.register_columns = true;
+                        c.direct_geometry = true;
+                        v.push((c, p, false));
+                    }
+                    if [3, 7].contains(&p) {
+                        let mut c = base(kind, geo, Variant::Pencil, true, Some(2), None);
+                        c.register_columns = true;
+                        v.push((c, p, false));
+                    }
                 }
                 // v2 block-shape variants (tests at a few orders)
                 if [1, 3, 7, 8].contains(&p) {

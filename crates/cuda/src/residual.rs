@@ -166,6 +166,8 @@ pub fn residual_kernel<T: GpuReal>(
     );
     let mut nbs = cells_per_block(nb, nq);
     let nf = nc + nc * d;
+    // flux records at an odd stride (NFS in the kernel)
+    let nfs = nf | 1;
     // mirrors the transposition kernel's shared arrays (stage buffers doubled when a block
     // takes several batches)
     let from_vertices = cfg.geometry == Geometry::FromVertices;
@@ -186,11 +188,7 @@ pub fn residual_kernel<T: GpuReal>(
         4 * nb * nstage
     };
     let smem_of = |nbc: usize| {
-        T::BYTES
-            * nbc
-            * (nstage * (nb * nc * (1 + jacobian as usize) + nae + ngl)
-                + if from_vertices { d * d + 1 } else { 0 }
-                + nq * nf)
+        T::BYTES * nbc * (nstage * (nb * nc * (1 + jacobian as usize) + nae + ngl) + nq * nfs)
             + index_bytes * nbc
     };
     // blocks per batch as asked, halved until the batch fits 48 KB of shared memory and

@@ -157,7 +157,7 @@ fn bp_operators_match_the_cpu_twin() {
             let err = rel_err(&got, &want);
             let tol = if *f32 { 1e-5 } else { 1e-12 };
             let label = format!(
-                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} {}",
+                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} {}",
                 cfg.kind.name(),
                 cfg.kind.alpha(),
                 cfg.variant,
@@ -167,6 +167,7 @@ fn bp_operators_match_the_cpu_twin() {
                 cfg.min_blocks,
                 cfg.persistent,
                 cfg.direct_geometry,
+                cfg.register_columns,
                 if *f32 { "f32" } else { "f64" }
             );
             if err.is_nan() || err >= tol {

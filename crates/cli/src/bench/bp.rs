@@ -58,6 +58,8 @@ pub enum KernelArg {
     /// v5: the pencil kernel made persistent (one wave of blocks) and pipelined: the next
     /// element's gather and geometry are in flight while the current one is computed.
     Persistent,
+    /// v6 (BP1): gather and scatter through registers, x-pencils weighted in registers.
+    Registers,
 }
 
 /// How the v2 kernels read stored geometry.
@@ -576,13 +578,16 @@ mod gpu {
             q1d: None,
             elems_per_block: a.elems_per_block,
             variant: match kernel {
-                KernelArg::Pencil | KernelArg::Persistent => ferrofem_cuda::bp::Variant::Pencil,
+                KernelArg::Pencil | KernelArg::Persistent | KernelArg::Registers => {
+                    ferrofem_cuda::bp::Variant::Pencil
+                }
                 KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
             },
             interior_last: kernel != KernelArg::Slice2d && prob.space.skeleton_nodes().is_some(),
             min_blocks: a.min_blocks,
             direct_geometry: a.geo_load == GeoLoad::Direct && geo == GeometryMode::Stored,
             persistent: kernel == KernelArg::Persistent,
+            register_columns: kernel == KernelArg::Registers,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -619,6 +624,8 @@ mod gpu {
             "{}-g{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
+            } else if cfg.register_columns {
+                "registers".to_string()
             } else {
                 format!("{kernel:?}").to_lowercase()
             },

@@ -100,7 +100,7 @@ pub struct ResidualArgs {
     /// Approximate number of cells (the box is sized to come close).
     #[arg(long, default_value_t = 1e6)]
     cells: f64,
-    /// Where to run (the GPU residual kernel is not wired in yet).
+    /// Where to run: the CPU form operator, or the GPU kernels (every strategy and output).
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     backend: BackendArg,
     /// Storage of the `poisson-varcoef` coefficient.
@@ -618,10 +618,10 @@ mod gpu {
                 Output::GlobalAtomic,
                 Output::GlobalColored,
             ] {
-                // autotune the transposition kernel's batch shape for this class, cached (v3:
-                // the kernel with asynchronous double-buffered batch loads)
+                // autotune the transposition kernel's batch shape for this class, cached (v6:
+                // fluxes mapped to the reference cell in the quadrature phase)
                 let key = format!(
-                    "residual-v3|{}|{}|{}|d{}|p{}|q{}|{:?}|{:?}",
+                    "residual-v6|{}|{}|{}|d{}|p{}|q{}|{:?}|{:?}",
                     dev.name(),
                     T::NAME,
                     name,
