@@ -143,6 +143,16 @@ case "$MODE" in
       done
     done
     ;;
+  v7)
+    # residual elasticity with the threads-per-cell candidates; BP1 v6 with capped registers
+    for prec in f32 f64; do
+      for dim in 2 3; do
+        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+    done
+    bench bp1 --backend cuda --order 7 --geo stored --kernel pencil,registers --min-blocks 8
+    bench bp1 --backend cuda --order 8 --geo stored --kernel pencil,registers --min-blocks 6
+    ;;
   ncu6)
     # counters: BP1 p = 7 with register columns; the residual transposition, 3-D f32
     # elasticity (the benchmark's first residual launch once the autotuner's choice is cached)

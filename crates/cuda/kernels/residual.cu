@@ -33,8 +33,12 @@
 #define STRATEGY 0
 #endif
 #define NBC (NBL * NBS)
+// threads per cell of a batch (the host passes NC, the paper's shape, unless tuned)
+#ifndef TPC
+#define TPC NC
+#endif
 #if STRATEGY == 0
-#define NT (NBC * NC)
+#define NT (NBC * TPC)
 #else
 #define NT 128
 #endif

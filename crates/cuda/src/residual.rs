@@ -69,6 +69,10 @@ pub struct ResidualConfig {
     pub blocks_per_batch: usize,
     /// Batches a thread block processes in sequence (transposition only).
     pub batches: usize,
+    /// Threads per cell of a batch (transposition only; 0: one per solution component, the
+    /// paper's shape). Fewer threads per cell put more cells, and so more bytes, in flight
+    /// per multiprocessor at the same register budget, which single precision needs.
+    pub threads_per_cell: usize,
 }
 
 impl ResidualConfig {
@@ -80,6 +84,7 @@ impl ResidualConfig {
             geometry: Geometry::Stored,
             blocks_per_batch: 4,
             batches: 2,
+            threads_per_cell: 0,
         }
     }
 }
@@ -194,6 +199,11 @@ pub fn residual_kernel<T: GpuReal>(
     // blocks per batch as asked, halved until the batch fits 48 KB of shared memory and
     // 1024 threads (the effective value is part of the kernel name)
     let mut cfg = cfg;
+    let tpc = if cfg.threads_per_cell == 0 {
+        nc
+    } else {
+        cfg.threads_per_cell
+    };
     if cfg.strategy == Strategy::Transposition {
         // rules with many points (P2 tetrahedra): fewer cells per block until one block fits
         while nbs > 4 && smem_of(nbs) > 48 * 1024 {
@@ -202,7 +212,7 @@ pub fn residual_kernel<T: GpuReal>(
         cfg.blocks_per_batch = cfg.blocks_per_batch.max(1);
         while cfg.blocks_per_batch > 1
             && (smem_of(nbs * cfg.blocks_per_batch) > 48 * 1024
-                || nbs * cfg.blocks_per_batch * nc > 1024)
+                || nbs * cfg.blocks_per_batch * tpc > 1024)
         {
             cfg.blocks_per_batch /= 2;
         }
@@ -210,7 +220,7 @@ pub fn residual_kernel<T: GpuReal>(
     let (threads, nbc) = match cfg.strategy {
         Strategy::Transposition => {
             let nbc = nbs * cfg.blocks_per_batch;
-            (nbc * nc, nbc)
+            (nbc * tpc, nbc)
         }
         _ => (128, 128),
     };
@@ -236,7 +246,7 @@ pub fn residual_kernel<T: GpuReal>(
     );
     let spec = KernelSpec::new(
         format!(
-            "res_{}_{}_p{}_q{nq}_{}_{:?}_{:?}_{:?}_b{}_n{}",
+            "res_{}_{}_p{}_q{nq}_{}_{:?}_{:?}_{:?}_b{}_n{}_t{tpc}",
             physics.name,
             T::NAME,
             element.order(),
@@ -257,6 +267,7 @@ pub fn residual_kernel<T: GpuReal>(
     .define("NBS", nbs)
     .define("NBL", cfg.blocks_per_batch.max(1))
     .define("NBATCH", cfg.batches.max(1))
+    .define("TPC", tpc)
     .define(
         "STRATEGY",
         match cfg.strategy {
@@ -629,16 +640,23 @@ pub fn bench_qdegree(physics: &str, order: usize) -> usize {
     2 * (order - 1) + usize::from(physics == "poisson-varcoef" || physics == "poisson-varcoef-p1")
 }
 
-/// Candidates of the launch-parameter autotuner (blocks per batch, batches).
-pub const AUTOTUNE_CANDIDATES: [(usize, usize); 8] = [
-    (1, 4),
-    (4, 4),
-    (8, 1),
-    (8, 4),
-    (16, 4),
-    (32, 1),
-    (32, 4),
-    (64, 4),
+/// Candidates of the launch-parameter autotuner: (blocks per batch, batches, threads per
+/// cell, 0 meaning one per component). The one-thread-per-cell shapes are for
+/// vector-valued physics only (for scalar physics they equal the default).
+pub const AUTOTUNE_CANDIDATES: [(usize, usize, usize); 13] = [
+    (1, 4, 0),
+    (4, 4, 0),
+    (8, 1, 0),
+    (8, 4, 0),
+    (16, 4, 0),
+    (32, 1, 0),
+    (32, 4, 0),
+    (64, 4, 0),
+    (8, 4, 1),
+    (16, 4, 1),
+    (32, 1, 1),
+    (32, 4, 1),
+    (64, 4, 1),
 ];
 
 /// Every configuration the GPU tests and benchmarks use (the CI compile list).
@@ -724,7 +742,10 @@ pub fn tested_cases() -> Vec<ResidualCase> {
         for dim in [2, 3] {
             for f32 in [false, true] {
                 for output in [Output::ElementVectors, Output::GlobalAtomic] {
-                    for (blocks_per_batch, batches) in AUTOTUNE_CANDIDATES {
+                    for (blocks_per_batch, batches, threads_per_cell) in AUTOTUNE_CANDIDATES {
+                        if threads_per_cell != 0 && physics != "elasticity" {
+                            continue;
+                        }
                         v.push(ResidualCase {
                             physics,
                             dim,
@@ -736,6 +757,7 @@ pub fn tested_cases() -> Vec<ResidualCase> {
                                 output,
                                 blocks_per_batch,
                                 batches,
+                                threads_per_cell,
                                 ..base
                             },
                         });

@@ -618,10 +618,10 @@ mod gpu {
                 Output::GlobalAtomic,
                 Output::GlobalColored,
             ] {
-                // autotune the transposition kernel's batch shape for this class, cached (v6:
-                // fluxes mapped to the reference cell in the quadrature phase)
+                // autotune the transposition kernel's batch shape for this class, cached (v7:
+                // fluxes mapped to the reference cell; threads per cell tuned too)
                 let key = format!(
-                    "residual-v6|{}|{}|{}|d{}|p{}|q{}|{:?}|{:?}",
+                    "residual-v7|{}|{}|{}|d{}|p{}|q{}|{:?}|{:?}",
                     dev.name(),
                     T::NAME,
                     name,
@@ -631,29 +631,40 @@ mod gpu {
                     output,
                     geometry
                 );
+                let ncomp = if a.physics == ResidualPhysics::Elasticity {
+                    a.dim
+                } else {
+                    1
+                };
                 let best = match crate::autotune::lookup(&key) {
-                    Some(v) if v.len() == 2 => (v[0], v[1]),
+                    Some(v) if v.len() == 3 => (v[0], v[1], v[2]),
                     _ => {
-                        let mut best = (f64::INFINITY, (4, 2));
-                        for (nbl, nbatch) in AUTOTUNE_CANDIDATES {
+                        let mut best = (f64::INFINITY, (4, 2, 0));
+                        for (nbl, nbatch, tpc) in AUTOTUNE_CANDIDATES {
+                            // one thread per cell is the default shape when there is one
+                            // component
+                            if tpc != 0 && tpc >= ncomp {
+                                continue;
+                            }
                             let cfg = ResidualConfig {
                                 output,
                                 geometry,
                                 blocks_per_batch: nbl,
                                 batches: nbatch,
+                                threads_per_cell: tpc,
                                 ..ResidualConfig::new()
                             };
                             if let Ok((t, (threads, nbc))) = time(cfg, 5, &mut oe, &mut ol) {
                                 eprintln!(
-                                "autotune {} {:?} {:?}: b{nbl} n{nbatch} ({threads} threads, {nbc} cells per batch): {:.3} ms",
+                                "autotune {} {:?} {:?}: b{nbl} n{nbatch} t{tpc} ({threads} threads, {nbc} cells per batch): {:.3} ms",
                                 name, output, geometry, t * 1e3
                             );
                                 if t < best.0 {
-                                    best = (t, (nbl, nbatch));
+                                    best = (t, (nbl, nbatch, tpc));
                                 }
                             }
                         }
-                        crate::autotune::store(&key, vec![best.1 .0, best.1 .1]);
+                        crate::autotune::store(&key, vec![best.1 .0, best.1 .1, best.1 .2]);
                         best.1
                     }
                 };
@@ -664,6 +675,7 @@ mod gpu {
                         geometry,
                         blocks_per_batch: best.0,
                         batches: best.1,
+                        threads_per_cell: best.2,
                         ..ResidualConfig::new()
                     },
                 ));

@@ -1,0 +1,83 @@
+//! Prints what ptxas (inside NVRTC) reports for chosen kernel specialisations: registers,
+//! spills, shared memory. A development aid that needs NVRTC but no GPU.
+//!
+//! ```text
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [epb=N] [minb=N]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
+//! ```
+
+use ferrofem_cuda::bp::{bp_kernel, BpConfig};
+use ferrofem_cuda::compile::{compile_uncached, Target};
+use ferrofem_cuda::residual::{bench_qdegree, Output, ResidualCase, ResidualConfig, Strategy};
+use ferrofem_operator::tensor::TensorKind;
+
+fn flag(args: &[String], key: &str) -> Option<usize> {
+    args.iter().find_map(|a| {
+        a.strip_prefix(&format!("{key}="))
+            .and_then(|v| v.parse().ok())
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 3 {
+        eprintln!("usage: see the file's doc comment");
+        std::process::exit(2);
+    }
+    let has = |s: &str| args.iter().any(|a| a == s);
+    let spec = if args[0] == "residual" {
+        let physics: &'static str = match args[1].as_str() {
+            "elasticity" => "elasticity",
+            "poisson" => "poisson",
+            _ => "poisson-varcoef-p1",
+        };
+        let dim: usize = args[2].parse().expect("dimension");
+        let mut cfg = ResidualConfig::new();
+        cfg.output = if has("global") {
+            Output::GlobalAtomic
+        } else {
+            Output::ElementVectors
+        };
+        if has("per-cell") {
+            cfg.strategy = Strategy::ThreadPerCell;
+        }
+        cfg.blocks_per_batch = flag(&args, "b").unwrap_or(8);
+        cfg.batches = flag(&args, "n").unwrap_or(4);
+        cfg.threads_per_cell = flag(&args, "t").unwrap_or(0);
+        let case = ResidualCase {
+            physics,
+            dim,
+            order: 1,
+            qdegree: bench_qdegree(physics, 1),
+            f32: args.get(3).is_some_and(|s| s == "f32"),
+            jacobian: false,
+            cfg,
+        };
+        case.kernel().expect("kernel").spec
+    } else {
+        let kind = match args[0].as_str() {
+            "bp1" => TensorKind::Mass,
+            "bp3" => TensorKind::Diffusion { alpha: 0.0 },
+            _ => TensorKind::CollocatedDiffusion { alpha: 0.0 },
+        };
+        let p: usize = args[1].parse().expect("order");
+        let mut cfg = BpConfig::new(kind);
+        cfg.interior_last = true;
+        cfg.register_columns = has("registers");
+        cfg.persistent = has("persistent");
+        cfg.direct_geometry = has("direct");
+        cfg.elems_per_block = flag(&args, "epb");
+        cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
+        let k = if args[2] == "f32" {
+            bp_kernel::<f32>(cfg, p)
+        } else {
+            bp_kernel::<f64>(cfg, p)
+        };
+        k.expect("kernel").spec
+    };
+    let out = compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}", spec.name);
+    for l in out.log.lines().filter(|l| !l.trim().is_empty()) {
+        println!("  {}", l.trim());
+    }
+}
