@@ -153,6 +153,17 @@ case "$MODE" in
     bench bp1 --backend cuda --order 7 --geo stored --kernel pencil,registers --min-blocks 8
     bench bp1 --backend cuda --order 8 --geo stored --kernel pencil,registers --min-blocks 6
     ;;
+  v8)
+    # occupancy scan: direct geometry loads (no staged geometry in shared memory) with
+    # registers capped by --min-blocks, against the tuned defaults
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
+    for mb in 4 6 8; do bench bp3 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
+    for mb in 4 6 8; do bench bp3.5 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
+    for mb in 8 12 16; do bench bp1 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
+    for mb in 8 12; do bench bp1 --backend cuda --order 3..8 --geo stored --kernel registers --geo-load direct --min-blocks $mb; done
+    bench bp3 --backend cuda --order 3..8 --geo otf
+    bench bp3 --backend cuda --order 7 --geo otf --min-blocks 4
+    ;;
   ncu6)
     # counters: BP1 p = 7 with register columns; the residual transposition, 3-D f32
     # elasticity (the benchmark's first residual launch once the autotuner's choice is cached)
