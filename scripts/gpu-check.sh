@@ -157,10 +157,10 @@ case "$MODE" in
     # occupancy scan: direct geometry loads (no staged geometry in shared memory) with
     # registers capped by --min-blocks, against the tuned defaults
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
-    for mb in 4 6 8; do bench bp3 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
-    for mb in 4 6 8; do bench bp3.5 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
-    for mb in 8 12 16; do bench bp1 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
-    for mb in 8 12; do bench bp1 --backend cuda --order 3..8 --geo stored --kernel registers --geo-load direct --min-blocks $mb; done
+    for mb in 4 6 8; do bench bp3 --backend cuda --order 5..8 --geo stored --geo-load direct --min-blocks $mb; done
+    for mb in 4 6 8; do bench bp3.5 --backend cuda --order 3..6 --geo stored --geo-load direct --min-blocks $mb; done
+    for mb in 12 16; do bench bp1 --backend cuda --order 3..8 --geo stored --geo-load direct --min-blocks $mb; done
+    bench bp1 --backend cuda --order 3..8 --geo stored --kernel registers --geo-load direct --min-blocks 8
     bench bp3 --backend cuda --order 3..8 --geo otf
     bench bp3 --backend cuda --order 7 --geo otf --min-blocks 4
     ;;
