@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [epb=N] [minb=N]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [epb=N] [minb=N]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -55,10 +55,12 @@ fn main() {
         };
         case.kernel().expect("kernel").spec
     } else {
+        // `mass`: the screened operators (alpha = 1.5), as the full-BP solves use them
+        let alpha = if has("mass") { 1.5 } else { 0.0 };
         let kind = match args[0].as_str() {
             "bp1" => TensorKind::Mass,
-            "bp3" => TensorKind::Diffusion { alpha: 0.0 },
-            _ => TensorKind::CollocatedDiffusion { alpha: 0.0 },
+            "bp3" => TensorKind::Diffusion { alpha },
+            _ => TensorKind::CollocatedDiffusion { alpha },
         };
         let p: usize = args[1].parse().expect("order");
         let mut cfg = BpConfig::new(kind);

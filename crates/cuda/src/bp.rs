@@ -85,24 +85,51 @@ pub struct BpConfig {
 
 impl BpConfig {
     /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
-    /// `p` (notes/gpu-bp.md, v4 and v5 runs): kernels on an interior-last space; v2 with
-    /// bulk-copied stored geometry unless the measurements chose the persistent v5 kernel
-    /// or direct geometry loads with one element per block.
+    /// `p` (notes/gpu-bp.md, v4, v5 and the third session's v6 and occupancy scans):
+    /// kernels on an interior-last space; v2 with bulk-copied stored geometry unless the
+    /// measurements chose the persistent v5 kernel, the register-column v6 kernel (BP1), or
+    /// direct geometry loads with registers capped for occupancy (`min_blocks`).
     pub fn tuned(kind: TensorKind, geo: GeoMode, p: usize) -> BpConfig {
         let mut c = BpConfig::new(kind);
         c.geo = geo;
         c.interior_last = true;
         let stored = geo == GeoMode::Stored;
+        // direct geometry loads, registers capped to fit `min_blocks` blocks per SM
+        let direct = |c: &mut BpConfig, min_blocks: u32| {
+            c.direct_geometry = true;
+            c.min_blocks = Some(min_blocks);
+        };
         match kind {
-            TensorKind::Mass => c.persistent = stored && p == 2,
-            TensorKind::Diffusion { .. } => c.persistent = stored && (p == 2 || p == 6),
-            TensorKind::CollocatedDiffusion { .. } => {
-                c.persistent = if stored { p == 1 || p == 5 } else { p == 3 };
-                if stored && p == 7 {
+            TensorKind::Mass if stored => match p {
+                2 => c.register_columns = true,
+                3..=7 => {
+                    c.register_columns = true;
+                    direct(&mut c, 8);
+                }
+                _ => {}
+            },
+            TensorKind::Mass => {}
+            // with a mass term (screened), the caps one notch lower keep it from spilling
+            TensorKind::Diffusion { alpha } if stored => match p {
+                2 => c.persistent = true,
+                5 | 8 => direct(&mut c, 4),
+                6 => direct(&mut c, if alpha == 0.0 { 6 } else { 5 }),
+                7 => direct(&mut c, if alpha == 0.0 { 8 } else { 6 }),
+                _ => {}
+            },
+            TensorKind::Diffusion { .. } => {}
+            TensorKind::CollocatedDiffusion { .. } if stored => match p {
+                1 => c.persistent = true,
+                3 => direct(&mut c, 8),
+                4 | 5 => direct(&mut c, 6),
+                6 => direct(&mut c, 4),
+                7 => {
                     c.direct_geometry = true;
                     c.elems_per_block = Some(1);
                 }
-            }
+                _ => {}
+            },
+            TensorKind::CollocatedDiffusion { .. } => c.persistent = p == 3,
         }
         c
     }
@@ -528,6 +555,10 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                         v.push((c, p, false));
                     }
                 }
+                // the tuned defaults, as the benchmarks and solvers use them
+                let t = BpConfig::tuned(kind, geo, p);
+                v.push((t, p, false));
+                v.push((t, p, true));
                 // v2 block-shape variants (tests at a few orders)
                 if [1, 3, 7, 8].contains(&p) {
                     for epb in [1, 2] {

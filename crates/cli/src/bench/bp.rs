@@ -72,7 +72,8 @@ pub enum GeoLoad {
     /// Measure both.
     Both,
     /// The measured best for the operator and order (`BpConfig::tuned`: with `--kernel
-    /// pencil` this may pick the persistent v5 kernel or direct loads).
+    /// pencil` this may pick the persistent v5 kernel, the register-column v6 kernel for
+    /// BP1, direct geometry loads and a register cap).
     Tuned,
 }
 
@@ -594,6 +595,8 @@ mod gpu {
             let t = BpConfig::tuned(kind, cfg.geo, prob.space.order());
             cfg.direct_geometry = t.direct_geometry;
             cfg.persistent = t.persistent;
+            cfg.register_columns = t.register_columns;
+            cfg.min_blocks = a.min_blocks.or(t.min_blocks);
             cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
         }
         let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
@@ -632,7 +635,7 @@ mod gpu {
             op.grid(),
             if cfg.interior_last { "+il" } else { "" },
             if cfg.direct_geometry { "+direct" } else { "" },
-            a.min_blocks.map_or(String::new(), |m| format!("+mb{m}"))
+            cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}"))
         );
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
