@@ -30,6 +30,17 @@ done
 
 REC="$OUT/bench.jsonl"
 bench() { echo "== ferrofem bench $*"; "$BIN/ferrofem" bench "$@" --record "$REC" 2>&1 | tee -a "$OUT/bench.log"; }
+# the headline residual set: P1, 12 M cells, both precisions and dimensions, for each
+# physics named
+res_p1() {
+  for prec in f64 f32; do
+    for dim in 2 3; do
+      for phys in "$@"; do
+        bench residual --backend cuda --dim $dim --physics $phys --order 1 --precision $prec --cells 1.2e7 --reps 10
+      done
+    done
+  done
+}
 for MODE in "${@:-quick}"; do
 case "$MODE" in
   quick)
@@ -48,12 +59,7 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo stored --elems-per-block 1 --geo-load both
     ;;
   res)
-    for prec in f64 f32; do
-      for dim in 2 3; do
-        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
-        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
-      done
-    done
+    res_p1 poisson-varcoef elasticity
     bench residual --backend cuda --dim 3 --physics poisson-varcoef --order 2 --precision f64 --cells 2e6 --reps 10
     ;;
   final)
@@ -136,20 +142,11 @@ case "$MODE" in
     bench bp1 --backend cuda --order 7 --geo stored --kernel registers --geo-load direct
     bench bp1 --backend cuda --order 3,7 --geo stored --kernel registers --elems-per-block 2
     bench bp1 --backend cuda --order 3,7 --geo otf --kernel pencil,registers
-    for prec in f32 f64; do
-      for dim in 2 3; do
-        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
-        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
-      done
-    done
+    res_p1 poisson-varcoef elasticity
     ;;
   v7)
     # residual elasticity with the threads-per-cell candidates; BP1 v6 with capped registers
-    for prec in f32 f64; do
-      for dim in 2 3; do
-        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
-      done
-    done
+    res_p1 elasticity
     bench bp1 --backend cuda --order 7 --geo stored --kernel pencil,registers --min-blocks 8
     bench bp1 --backend cuda --order 8 --geo stored --kernel pencil,registers --min-blocks 6
     ;;
@@ -168,12 +165,7 @@ case "$MODE" in
     # the third session's tuned defaults and residual kernels, from one build
     bench bp1 --backend cuda --order 2..8 --geo stored
     for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
-    for prec in f64 f32; do
-      for dim in 2 3; do
-        bench residual --backend cuda --dim $dim --physics poisson-varcoef --order 1 --precision $prec --cells 1.2e7 --reps 10
-        bench residual --backend cuda --dim $dim --physics elasticity --order 1 --precision $prec --cells 1.2e7 --reps 10
-      done
-    done
+    res_p1 poisson-varcoef elasticity
     ;;
   ncu6)
     # counters: BP1 p = 7 with register columns; the residual transposition, 3-D f32
