@@ -378,10 +378,12 @@ fn second_device_object_loads_kernels_from_the_disk_cache() {
 }
 
 fn simplex_mesh(dim: usize) -> Mesh {
+    // large enough that the biggest batch shapes (up to 384 cells per batch, four batches
+    // per block) take several blocks, a double-buffered second batch and a partial last one
     let spec = if dim == 2 {
-        "tri:10x10,perturb=0.25,seed=3"
+        "tri:32x32,perturb=0.25,seed=3"
     } else {
-        "tet:4x4x4,perturb=0.25,seed=3"
+        "tet:8x8x8,perturb=0.25,seed=3"
     };
     generate_box(&BoxSpec::parse(spec).unwrap()).unwrap()
 }

@@ -631,11 +631,6 @@ mod gpu {
                     output,
                     geometry
                 );
-                let ncomp = if a.physics == ResidualPhysics::Elasticity {
-                    a.dim
-                } else {
-                    1
-                };
                 let best = match crate::autotune::lookup(&key) {
                     Some(v) if v.len() == 3 => (v[0], v[1], v[2]),
                     _ => {
@@ -643,7 +638,7 @@ mod gpu {
                         for (nbl, nbatch, tpc) in AUTOTUNE_CANDIDATES {
                             // one thread per cell is the default shape when there is one
                             // component
-                            if tpc != 0 && tpc >= ncomp {
+                            if tpc != 0 && tpc >= cuda.ncomp {
                                 continue;
                             }
                             let cfg = ResidualConfig {
