@@ -167,6 +167,75 @@ case "$MODE" in
     for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
     res_p1 poisson-varcoef elasticity
     ;;
+  v9)
+    # v7 even-odd contractions (the default) against the plain products, tuned shapes
+    bench bp1 --backend cuda --order 2..8 --geo stored
+    bench bp1 --backend cuda --order 2..8 --geo stored --plain-contractions
+    for bp in bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored
+      bench $bp --backend cuda --order 3..8 --geo stored --plain-contractions
+    done
+    ;;
+  v9scan)
+    # occupancy and prefetch scan of the even-odd kernels where BP1 and BP3 are below 85 %
+    B="--backend cuda --geo stored --geo-load direct"
+    for mb in 6 10 12; do bench bp1 $B --order 3..8 --kernel registers --min-blocks $mb; done
+    for pf in l1 l2 registers; do bench bp1 $B --order 3..8 --kernel registers --min-blocks 8 --geo-prefetch $pf; done
+    bench bp1 $B --order 7,8 --min-blocks 8
+    for mb in 5 6 8; do bench bp3 $B --order 3,4,5 --min-blocks $mb; done
+    bench bp3 $B --order 3 --min-blocks 10
+    bench bp3 $B --order 8 --min-blocks 5
+    bench bp3 $B --order 3,4,5,7 --min-blocks 8 --geo-prefetch l2
+    bench bp3 $B --order 8 --min-blocks 4 --geo-prefetch l2
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    if command -v ncu >/dev/null; then
+      S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis --section SchedulerStats"
+      for bp in "bp1 7" "bp3 8" "bp3 4"; do
+        set -- $bp
+        ncu --clock-control none -k regex:bp_apply -c 1 $S "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored \
+            --reps 1 --warmup 0 > "$OUT/ncu-$1-p$2-eo.txt" 2>&1
+        echo "== ncu $1 p=$2"
+        grep -E "DRAM Throughput|L1/TEX Cache|L2 Cache Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|Compute \(SM\)|Block Limit|Issue Slots|highest-utilized|Stall" "$OUT/ncu-$1-p$2-eo.txt" | head -30
+      done
+    fi
+    ;;
+  v10)
+    # elements per block (lanes used per warp) with spill-free register caps, even-odd
+    B="--backend cuda --geo stored --geo-load direct"
+    R="$B --kernel registers"
+    for c in "7 3 4" "7 2 6" "7 1 12" "5 5 4" "5 5 5" "5 2 12" "4 8 3" "4 8 4" "3 10 4" "3 10 5" "6 4 4" "6 2 8"; do
+      set -- $c; bench bp1 $R --order $1 --elems-per-block $2 --min-blocks $3
+    done
+    bench bp1 $R --order 8 --min-blocks 8
+    bench bp1 $R --order 8 --min-blocks 8 --geo-prefetch l2
+    for c in "4 8 2" "4 8 3" "4 3 6" "5 3 5" "5 3 4" "5 5 3" "5 2 8" "3 10 4" "3 5 8" "8 1 5"; do
+      set -- $c; bench bp3 $B --order $1 --elems-per-block $2 --min-blocks $3
+    done
+    ;;
+  final4)
+    # the fourth session's tuned defaults (even-odd contractions), from one build
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo stored --precision f32; done
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    bench bp3 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    ;;
+  v11)
+    # BP1 register columns with staged (bulk-copied) geometry under the even-odd caps;
+    # BP3 p = 4, 6 and BP3.5 p = 7, 8 one cap further; the screened solves with caps
+    for mb in 8 10 12; do bench bp1 --backend cuda --order 3..8 --geo stored --kernel registers --geo-load shared --min-blocks $mb; done
+    D="--backend cuda --geo stored --geo-load direct"
+    bench bp3 $D --order 4,6 --min-blocks 7
+    for mb in 5 7; do bench bp3.5 $D --order 7 --elems-per-block 1 --min-blocks $mb; done
+    for mb in 5 6; do bench bp3.5 $D --order 8 --elems-per-block 1 --min-blocks $mb; done
+    bench bp3.5 --backend cuda --geo stored --geo-load shared --order 8 --min-blocks 5
+    for mb in 5 7; do bench bp3.5 $D --order 7 --elems-per-block 1 --min-blocks $mb --solve 1e-8 --alpha 1; done
+    ;;
+  final5)
+    # the fourth session's tuned defaults after the v11 scan, from one build
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo stored --precision f32; done
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    ;;
   ncu6)
     # counters: BP1 p = 7 with register columns; the residual transposition, 3-D f32
     # elasticity (the benchmark's first residual launch once the autotuner's choice is cached)

@@ -2,11 +2,11 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [epb=N] [minb=N]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [epb=N] [minb=N] [ptx]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
-use ferrofem_cuda::bp::{bp_kernel, BpConfig};
+use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoPrefetch};
 use ferrofem_cuda::compile::{compile_uncached, Target};
 use ferrofem_cuda::residual::{bench_qdegree, Output, ResidualCase, ResidualConfig, Strategy};
 use ferrofem_operator::tensor::TensorKind;
@@ -70,6 +70,16 @@ fn main() {
         cfg.direct_geometry = has("direct");
         cfg.elems_per_block = flag(&args, "epb");
         cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
+        cfg.even_odd = !has("plain");
+        cfg.geo_prefetch = if has("pfl1") {
+            GeoPrefetch::L1
+        } else if has("pfl2") {
+            GeoPrefetch::L2
+        } else if has("pfreg") {
+            GeoPrefetch::Registers
+        } else {
+            GeoPrefetch::None
+        };
         let k = if args[2] == "f32" {
             bp_kernel::<f32>(cfg, p)
         } else {
@@ -77,6 +87,12 @@ fn main() {
         };
         k.expect("kernel").spec
     };
+    if has("ptx") {
+        // the PTX instead of the ptxas report (to read what the contractions compile to)
+        let out = compile_uncached(&spec, Target::Ptx(90)).unwrap_or_else(|e| panic!("{e}"));
+        print!("{}", String::from_utf8_lossy(&out.image));
+        return;
+    }
     let out = compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
     println!("{}", spec.name);
     for l in out.log.lines().filter(|l| !l.trim().is_empty()) {

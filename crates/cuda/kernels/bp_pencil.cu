@@ -28,10 +28,11 @@
 // scatter. Four shared-memory round trips per element instead of six.
 //
 // Needs (prepended by the host): the prelude, bp_common.cuh, and the constant matrices
-//   __constant__ real cB[Q*N] (OP 1, 3: GLL -> Gauss interpolation, row-major [q][n]),
-//   __constant__ real cD[..]  (OP 3: Gauss collocated derivative [Q][Q];
-//                              OP 5: GLL derivative [N][N]),
+//   cBf [Q][N] (OP 1, 3: GLL -> Gauss interpolation) and its transpose cBt [N][Q],
+//   cDf (OP 3: Gauss collocated derivative [Q][Q]; OP 5: GLL derivative [N][N]) and its
+//   transpose cDt, each with the even-odd parts _p, _m, _c (see `contract`),
 //   __constant__ real cX[Q], cW[Q] (reference points and weights on [-1, 1]).
+// EO 1 (v7): contractions in even-odd form.
 // Dynamic shared memory: (GALL + EPB * WORK) reals.
 
 #define QQ (Q * Q)
@@ -78,6 +79,66 @@
 #define GALL (TMA_GEO ? EPB * GSTRIDE : 0)
 // threads owning a z-column of nodes
 #define OWNER (a < N && b < N)
+#ifndef EO
+#define EO 0
+#endif
+// direct stored geometry: prefetched at kernel start into L1 (1) or L2 (2), or (ZFIRST) the
+// thread's weights loaded into registers (3)
+#ifndef GEOPF
+#define GEOPF 0
+#endif
+#if GEOPF == 3 && !ZFIRST
+#error "GEOPF 3 (weights in registers) exists for ZFIRST only"
+#endif
+
+// 1-D contraction out = M in for the NO x NI matrix named M. The host generates M (full,
+// row-major) and, for the even-odd form, M_p and M_m ([(NO + 1) / 2][NI / 2]) and the middle
+// column M_c. Gauss and GLL points are symmetric about 0, so M[NO-1-o][NI-1-i] = S M[o][i]
+// (S = 1: interpolation, S = -1: derivative); EO 1 splits the input into its even and odd
+// halves and forms mirrored outputs in pairs: about half the multiply-adds of the plain
+// product (the paper's symmetric-matrix trick), and dependency chains half as long.
+#define CONTRACT(M, S, NI, NO, in, out) contract<NI, NO, S>(M, M##_p, M##_m, M##_c, in, out)
+template <int NI, int NO, int S>
+__device__ __forceinline__ void contract(const real* M, const real* P, const real* R, const real* C,
+                                         const real (&in)[NI], real (&out)[NO]) {
+#if EO
+    constexpr int HI = NI / 2, HO = NO / 2;
+    real ev[HI], od[HI];
+#pragma unroll
+    for (int i = 0; i < HI; i++) {
+        ev[i] = in[i] + in[NI - 1 - i];
+        od[i] = in[i] - in[NI - 1 - i];
+    }
+#pragma unroll
+    for (int o = 0; o < HO; o++) {
+        real e = P[o * HI] * ev[0], d = R[o * HI] * od[0];
+#pragma unroll
+        for (int i = 1; i < HI; i++) {
+            e += P[o * HI + i] * ev[i];
+            d += R[o * HI + i] * od[i];
+        }
+        if (NI & 1) e += C[o] * in[HI];
+        out[o] = e + d;
+        out[NO - 1 - o] = S > 0 ? e - d : d - e;
+    }
+    if (NO & 1) {
+        // the middle row: its odd part vanishes for S = 1, its even part for S = -1
+        real s = S > 0 ? P[HO * HI] * ev[0] : R[HO * HI] * od[0];
+#pragma unroll
+        for (int i = 1; i < HI; i++) s += S > 0 ? P[HO * HI + i] * ev[i] : R[HO * HI + i] * od[i];
+        if (S > 0 && (NI & 1)) s += C[HO] * in[HI];
+        out[HO] = s;
+    }
+#else
+#pragma unroll
+    for (int o = 0; o < NO; o++) {
+        real s = M[o * NI] * in[0];
+#pragma unroll
+        for (int i = 1; i < NI; i++) s += M[o * NI + i] * in[i];
+        out[o] = s;
+    }
+#endif
+}
 
 #if INTLAST
 // Interior-last numbering: interior node (i, j, k) of element e is nskel + e * NI + its
@@ -277,6 +338,28 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
 #if GEO == 0 && !TMA_GEO
         const real* sG = geo + (size_t)(active ? e : 0) * GSTRIDE;   // read directly (GEOLOAD 1)
+#if GEOPF == 1 || GEOPF == 2
+        // prefetch the element's factors (every 128-byte line it touches) into L1 / L2, so
+        // that their latency overlaps the gather and the first contractions
+        if (active) {
+            const char* g0 = (const char*)sG;
+            for (int l = a + T1D * b; l <= (int)(GSTRIDE * sizeof(real) / 128); l += T1D * T1D) {
+#if GEOPF == 1
+                asm volatile("prefetch.global.L1 [%0];" :: "l"(g0 + l * 128));
+#else
+                asm volatile("prefetch.global.L2 [%0];" :: "l"(g0 + l * 128));
+#endif
+            }
+        }
+#endif
+#if GEOPF == 3
+        // the weights of this thread's x-pencil, loaded into registers before the gather
+        real gw[Q];
+        if (active) {
+#pragma unroll
+            for (int i = 0; i < Q; i++) gw[i] = sG[b * QQ + a * Q + i];
+        }
+#endif
 #endif
 #if GEO == 1
 #if ZFIRST
@@ -313,13 +396,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int k = 0; k < N; k++) r_idx[k] = node_index(offsets, e, nskel, a, b, k);
 #pragma unroll
             for (int k = 0; k < N; k++) in[k] = u[r_idx[k]];
+            real out[Q];
+            CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) {
-                real s = 0;
-#pragma unroll
-                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-                sZ[q][b][a] = s;
-            }
+            for (int q = 0; q < Q; q++) sZ[q][b][a] = out[q];
         }
         __syncthreads();
         // y: pencils (x = a < N, z = b < Q)
@@ -327,13 +407,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[N];
 #pragma unroll
             for (int n = 0; n < N; n++) in[n] = sZ[b][n][a];
+            real out[Q];
+            CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) {
-                real s = 0;
-#pragma unroll
-                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-                sY[b][q][a] = s;
-            }
+            for (int q = 0; q < Q; q++) sY[b][q][a] = out[q];
         }
         __syncthreads();
         // x: pencils (y = a, z = b) into registers, weights, transposed x in place
@@ -341,33 +418,30 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         geometry_wait(&bar, it & 1);
 #endif
         if (active) {
-            real in[N], rx[Q];
+            real in[N], rx[Q], out[N];
 #pragma unroll
             for (int n = 0; n < N; n++) in[n] = sY[b][a][n];
 #if GEO == 1
             const ColumnMap cm = column_map(sv, cX[a], cX[b]);
 #endif
+            CONTRACT(cBf, 1, N, Q, in, rx);
 #pragma unroll
             for (int i = 0; i < Q; i++) {
-                real s = 0;
-#pragma unroll
-                for (int n = 0; n < N; n++) s += cB[i * N + n] * in[n];
 #if GEO == 0
-                s *= sG[b * QQ + a * Q + i];
+#if GEOPF == 3
+                rx[i] *= gw[i];
+#else
+                rx[i] *= sG[b * QQ + a * Q + i];
+#endif
 #else
                 real G[6], wdetj;
                 column_point(cm, cX[i], cW[a] * cW[b] * cW[i], G, &wdetj);
-                s *= wdetj;
+                rx[i] *= wdetj;
 #endif
-                rx[i] = s;
             }
+            CONTRACT(cBt, 1, Q, N, rx, out);
 #pragma unroll
-            for (int n = 0; n < N; n++) {
-                real s = 0;
-#pragma unroll
-                for (int i = 0; i < Q; i++) s += cB[i * N + n] * rx[i];
-                sY[b][a][n] = s;
-            }
+            for (int n = 0; n < N; n++) sY[b][a][n] = out[n];
         }
         __syncthreads();
         // transposed y: pencils (x = a < N, z = b < Q) -> sZ
@@ -375,13 +449,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[Q];
 #pragma unroll
             for (int q = 0; q < Q; q++) in[q] = sY[b][q][a];
+            real out[N];
+            CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int n = 0; n < N; n++) {
-                real s = 0;
-#pragma unroll
-                for (int q = 0; q < Q; q++) s += cB[q * N + n] * in[q];
-                sZ[b][n][a] = s;
-            }
+            for (int n = 0; n < N; n++) sZ[b][n][a] = out[n];
         }
         __syncthreads();
         // transposed z in registers, scatter
@@ -389,13 +460,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[Q];
 #pragma unroll
             for (int q = 0; q < Q; q++) in[q] = sZ[q][b][a];
+            real out[N];
+            CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int k = 0; k < N; k++) {
-                real s = 0;
-#pragma unroll
-                for (int q = 0; q < Q; q++) s += cB[q * N + k] * in[q];
-                accumulate(v, r_idx[k], s, is_interior(a, b, k));
-            }
+            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], out[k], is_interior(a, b, k));
         }
 #else
 #if PIPE
@@ -432,13 +500,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[N];
 #pragma unroll
             for (int n = 0; n < N; n++) in[n] = sIn[b][a][n];
+            real out[Q];
+            CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) {
-                real s = 0;
-#pragma unroll
-                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-                sB[b][a][q] = s;
-            }
+            for (int q = 0; q < Q; q++) sB[b][a][q] = out[q];
         }
         __syncthreads();
         STAGE_REFILL();
@@ -447,13 +512,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[N];
 #pragma unroll
             for (int n = 0; n < N; n++) in[n] = sB[b][n][a];
+            real out[Q];
+            CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) {
-                real s = 0;
-#pragma unroll
-                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-                sC[b][q][a] = s;
-            }
+            for (int q = 0; q < Q; q++) sC[b][q][a] = out[q];
         }
         __syncthreads();
         // z: columns (x=a, y=b) into registers
@@ -461,13 +523,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[N];
 #pragma unroll
             for (int n = 0; n < N; n++) in[n] = sC[n][b][a];
-#pragma unroll
-            for (int q = 0; q < Q; q++) {
-                real s = 0;
-#pragma unroll
-                for (int n = 0; n < N; n++) s += cB[q * N + n] * in[n];
-                rq[q] = s;
-            }
+            CONTRACT(cBf, 1, N, Q, in, rq);
         }
 #endif
 
@@ -495,7 +551,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #else
         // =============== BP3 / BP3.5: gradient, metric, transposed gradient ================
-        // on the Q^3 points with the collocated derivative cD (Q x Q); regions: sU the
+        // on the Q^3 points with the collocated derivative cDf (Q x Q); regions: sU the
         // values (R0, or the input for BP3.5), sR (R1) and sS (R2) the x / y derivatives and
         // then the fluxes, sX (R0) and sV (R3) the transposed x / y contractions
 #if OP == 3
@@ -515,13 +571,13 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real row[Q], col[Q];
 #pragma unroll
             for (int n = 0; n < Q; n++) { row[n] = sU[b][a][n]; col[n] = sU[b][n][a]; }
+            real dr[Q], ds[Q];
+            CONTRACT(cDf, -1, Q, Q, row, dr);
+            CONTRACT(cDf, -1, Q, Q, col, ds);
 #pragma unroll
             for (int m = 0; m < Q; m++) {
-                real sr = 0, ss = 0;
-#pragma unroll
-                for (int n = 0; n < Q; n++) { sr += cD[m * Q + n] * row[n]; ss += cD[m * Q + n] * col[n]; }
-                sR[b][a][m] = sr;
-                sS[b][m][a] = ss;
+                sR[b][a][m] = dr[m];
+                sS[b][m][a] = ds[m];
             }
         }
         __syncthreads();
@@ -536,11 +592,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if GEO == 1
             const ColumnMap cm = column_map(sv, cX[a], cX[b]);
 #endif
+            CONTRACT(cDf, -1, Q, Q, rq, rt);   // rt holds d/dz until the fluxes replace it
 #pragma unroll
             for (int k = 0; k < Q; k++) {
-                real ut = 0;
-#pragma unroll
-                for (int n = 0; n < Q; n++) ut += cD[k * Q + n] * rq[n];
+                const real ut = rt[k];
                 const real ur = sR[k][b][a], us = sS[k][b][a];
                 real G[6], wdetj = 0;
 #if GEO == 0
@@ -563,24 +618,20 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real row[Q], col[Q];
 #pragma unroll
             for (int n = 0; n < Q; n++) { row[n] = sR[b][a][n]; col[n] = sS[b][n][a]; }
+            real tx[Q], ty[Q];
+            CONTRACT(cDt, -1, Q, Q, row, tx);
+            CONTRACT(cDt, -1, Q, Q, col, ty);
 #pragma unroll
             for (int i = 0; i < Q; i++) {
-                real sx = 0, sy = 0;
-#pragma unroll
-                for (int m = 0; m < Q; m++) { sx += cD[m * Q + i] * row[m]; sy += cD[m * Q + i] * col[m]; }
-                sX[b][a][i] = sx;
-                sV[b][i][a] = sy;
+                sX[b][a][i] = tx[i];
+                sV[b][i][a] = ty[i];
             }
         }
         __syncthreads();
         if (active) {
+            CONTRACT(cDt, -1, Q, Q, rt, rq);
 #pragma unroll
-            for (int k = 0; k < Q; k++) {
-                real acc = sX[k][b][a] + sV[k][b][a] + rm[k];
-#pragma unroll
-                for (int m = 0; m < Q; m++) acc += cD[m * Q + k] * rt[m];
-                rq[k] = acc;
-            }
+            for (int k = 0; k < Q; k++) rq[k] += sX[k][b][a] + sV[k][b][a] + rm[k];
         }
 #endif
 
@@ -592,13 +643,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #else
         // transposed interpolation: z in registers -> sC (own column), then y -> sB, x -> sA
         if (active) {
+            real out[N];
+            CONTRACT(cBt, 1, Q, N, rq, out);
 #pragma unroll
-            for (int n = 0; n < N; n++) {
-                real s = 0;
-#pragma unroll
-                for (int q = 0; q < Q; q++) s += cB[q * N + n] * rq[q];
-                sC[n][b][a] = s;
-            }
+            for (int n = 0; n < N; n++) sC[n][b][a] = out[n];
         }
         __syncthreads();
 #if OP == 1
@@ -608,26 +656,20 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real in[Q];
 #pragma unroll
             for (int q = 0; q < Q; q++) in[q] = sC[b][q][a];
+            real out[N];
+            CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int j = 0; j < N; j++) {
-                real s = 0;
-#pragma unroll
-                for (int q = 0; q < Q; q++) s += cB[q * N + j] * in[q];
-                sB[b][j][a] = s;
-            }
+            for (int j = 0; j < N; j++) sB[b][j][a] = out[j];
         }
         __syncthreads();
         if (active && OWNER) {
             real in[Q];
 #pragma unroll
             for (int q = 0; q < Q; q++) in[q] = sB[b][a][q];
+            real out[N];
+            CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int i = 0; i < N; i++) {
-                real s = 0;
-#pragma unroll
-                for (int q = 0; q < Q; q++) s += cB[q * N + i] * in[q];
-                sA[b][a][i] = s;
-            }
+            for (int i = 0; i < N; i++) sA[b][a][i] = out[i];
         }
         __syncthreads();
         if (active && OWNER) {

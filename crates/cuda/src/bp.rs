@@ -40,6 +40,32 @@ pub enum GeoMode {
     OnTheFly,
 }
 
+/// What the v2 kernels with direct stored-geometry loads do about the factors' latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GeoPrefetch {
+    /// Load them where the pointwise phase uses them.
+    #[default]
+    None,
+    /// Prefetch the element's lines into L1 at kernel start.
+    L1,
+    /// Prefetch the element's lines into L2 at kernel start.
+    L2,
+    /// Register columns (BP1 v6) only: load the thread's weights into registers at kernel
+    /// start, before the gather.
+    Registers,
+}
+
+impl GeoPrefetch {
+    fn code(self) -> u32 {
+        match self {
+            GeoPrefetch::None => 0,
+            GeoPrefetch::L1 => 1,
+            GeoPrefetch::L2 => 2,
+            GeoPrefetch::Registers => 3,
+        }
+    }
+}
+
 /// Kernel design.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
@@ -81,11 +107,18 @@ pub struct BpConfig {
     /// and store whole z-columns, contracting along z there) and the x-pencils meet the
     /// weights in registers: four shared-memory round trips per element instead of six.
     pub register_columns: bool,
+    /// v2 only (v7): 1-D contractions in even-odd form (the paper's symmetric-matrix
+    /// trick: Gauss and GLL points are symmetric about 0, so half the multiply-adds
+    /// suffice); `false` runs the plain products, kept for comparison.
+    pub even_odd: bool,
+    /// v2 with direct stored-geometry loads: prefetch of the factors at kernel start.
+    pub geo_prefetch: GeoPrefetch,
 }
 
 impl BpConfig {
     /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
-    /// `p` (notes/gpu-bp.md, v4, v5 and the third session's v6 and occupancy scans):
+    /// `p` (notes/gpu-bp.md, v4, v5, the third session's v6 and occupancy scans, and the
+    /// fourth session's scans of the even-odd kernels):
     /// kernels on an interior-last space; v2 with bulk-copied stored geometry unless the
     /// measurements chose the persistent v5 kernel, the register-column v6 kernel (BP1), or
     /// direct geometry loads with registers capped for occupancy (`min_blocks`).
@@ -100,31 +133,47 @@ impl BpConfig {
             c.min_blocks = Some(min_blocks);
         };
         match kind {
+            // the even-odd kernels (v7) take tighter caps than the plain ones did
             TensorKind::Mass if stored => match p {
                 2 => c.register_columns = true,
-                3..=7 => {
+                // p = 6: the bulk-copied geometry beats direct loads (65.4 against 62.7)
+                6 => {
                     c.register_columns = true;
-                    direct(&mut c, 8);
+                    c.min_blocks = Some(8);
+                }
+                3..=8 => {
+                    c.register_columns = true;
+                    direct(&mut c, if p == 8 { 8 } else { 12 });
                 }
                 _ => {}
             },
             TensorKind::Mass => {}
             // with a mass term (screened), the caps one notch lower keep it from spilling
-            TensorKind::Diffusion { alpha } if stored => match p {
-                2 => c.persistent = true,
-                5 | 8 => direct(&mut c, 4),
-                6 => direct(&mut c, if alpha == 0.0 { 6 } else { 5 }),
-                7 => direct(&mut c, if alpha == 0.0 { 8 } else { 6 }),
-                _ => {}
-            },
+            TensorKind::Diffusion { alpha } if stored => {
+                let screened = alpha != 0.0;
+                match p {
+                    2 => c.persistent = true,
+                    3 | 7 => direct(&mut c, if screened && p == 7 { 6 } else { 8 }),
+                    4 => direct(&mut c, 7),
+                    5 => direct(&mut c, if screened { 6 } else { 8 }),
+                    6 => direct(&mut c, if screened { 5 } else { 6 }),
+                    8 => direct(&mut c, if screened { 4 } else { 5 }),
+                    _ => {}
+                }
+            }
             TensorKind::Diffusion { .. } => {}
-            TensorKind::CollocatedDiffusion { .. } if stored => match p {
+            TensorKind::CollocatedDiffusion { alpha } if stored => match p {
                 1 => c.persistent = true,
                 3 => direct(&mut c, 8),
                 4 | 5 => direct(&mut c, 6),
                 6 => direct(&mut c, 4),
-                7 => {
+                // one element per block; p = 8 and the screened p = 7 with registers capped
+                7 if alpha == 0.0 => {
                     c.direct_geometry = true;
+                    c.elems_per_block = Some(1);
+                }
+                7 | 8 => {
+                    direct(&mut c, if p == 7 { 7 } else { 6 });
                     c.elems_per_block = Some(1);
                 }
                 _ => {}
@@ -147,6 +196,8 @@ impl BpConfig {
             direct_geometry: false,
             persistent: false,
             register_columns: false,
+            even_odd: true,
+            geo_prefetch: GeoPrefetch::None,
         }
     }
 }
@@ -272,37 +323,124 @@ fn constant_matrices(
     pts: &[f64],
     wts: &[f64],
     skeleton_table: Option<&[u16]>,
-) -> String {
-    let arr = |name: &str, v: &[f64]| {
-        let body: Vec<String> = v.iter().map(|x| format!("{x:e}")).collect();
-        format!(
-            "__constant__ real {name}[{}] = {{{}}};\n",
-            v.len(),
-            body.join(", ")
-        )
-    };
+) -> Result<String, GpuError> {
     let q = pts.len();
     let mut s = String::from("// constant matrices generated by ferrofem (fe crate tabulations)\n");
+    // (name, matrix, rows, columns) of the interpolation (sign 1) and derivative (-1) pair
+    let pair = |s: &mut String, name: &str, m: &[f64], rows: usize, cols: usize, sign: f64| {
+        *s += &constant_matrix(&format!("{name}f"), m, rows, cols, sign)?;
+        *s += &constant_matrix(
+            &format!("{name}t"),
+            &transpose(m, rows, cols),
+            cols,
+            rows,
+            sign,
+        )?;
+        Ok::<(), GpuError>(())
+    };
     match kind {
-        TensorKind::Mass => s += &arr("cB", mats),
+        TensorKind::Mass => pair(&mut s, "cB", mats, q, mats.len() / q, 1.0)?,
         TensorKind::Diffusion { .. } => {
             let nb = mats.len() - q * q;
-            s += &arr("cB", &mats[..nb]);
-            s += &arr("cD", &mats[nb..]);
+            pair(&mut s, "cB", &mats[..nb], q, nb / q, 1.0)?;
+            pair(&mut s, "cD", &mats[nb..], q, q, -1.0)?;
         }
-        TensorKind::CollocatedDiffusion { .. } => s += &arr("cD", mats),
+        TensorKind::CollocatedDiffusion { .. } => pair(&mut s, "cD", mats, q, q, -1.0)?,
     }
-    s += &arr("cX", pts);
-    s += &arr("cW", wts);
+    s += &real_array("cX", pts);
+    s += &real_array("cW", wts);
     if let Some(t) = skeleton_table {
-        let body: Vec<String> = t.iter().map(|x| x.to_string()).collect();
-        s += &format!(
-            "__constant__ unsigned short cSK[{}] = {{{}}};\n",
-            t.len(),
-            body.join(", ")
-        );
+        s += &c_array("unsigned short", "cSK", t, |x| x.to_string());
     }
-    s
+    Ok(s)
+}
+
+/// `__constant__ ty name[len] = {...};` with the elements as `fmt` writes them.
+fn c_array<V>(ty: &str, name: &str, v: &[V], fmt: impl Fn(&V) -> String) -> String {
+    let body: Vec<String> = v.iter().map(fmt).collect();
+    format!(
+        "__constant__ {ty} {name}[{}] = {{{}}};\n",
+        v.len(),
+        body.join(", ")
+    )
+}
+
+/// A `__constant__` array of reals, each written in its shortest round-trip form.
+fn real_array(name: &str, v: &[f64]) -> String {
+    c_array("real", name, v, |x| format!("{x:e}"))
+}
+
+/// The `cols x rows` transpose of a row-major `rows x cols` matrix.
+fn transpose(m: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let mut t = vec![0.0; m.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = m[r * cols + c];
+        }
+    }
+    t
+}
+
+/// A 1-D matrix in the even-odd form of the kernels' `contract`: the halves
+/// `(m[o][i] ± m[o][cols-1-i]) / 2` of its first `(rows + 1) / 2` rows (`i < cols / 2`,
+/// row-major) and its middle column (zeros when `cols` is even).
+struct EvenOdd {
+    even: Vec<f64>,
+    odd: Vec<f64>,
+    middle: Vec<f64>,
+}
+
+/// The even-odd parts of `m` (`rows x cols`, row-major). The form relies on the reflection
+/// symmetry `m[rows-1-o][cols-1-i] = sign * m[o][i]` of matrices tabulated at points
+/// symmetric about 0; a matrix without it is refused rather than contracted wrongly.
+fn even_odd(
+    name: &str,
+    m: &[f64],
+    rows: usize,
+    cols: usize,
+    sign: f64,
+) -> Result<EvenOdd, GpuError> {
+    let at = |o: usize, i: usize| m[o * cols + i];
+    let scale = m.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    for o in 0..rows {
+        for i in 0..cols {
+            if (at(rows - 1 - o, cols - 1 - i) - sign * at(o, i)).abs() > 1e-10 * scale {
+                return Err(GpuError::Unsupported(format!(
+                    "the 1-D matrix {name} is not reflection-symmetric (points not symmetric about 0)"
+                )));
+            }
+        }
+    }
+    let (ho, hi) = (rows.div_ceil(2), cols / 2);
+    let mut e = EvenOdd {
+        even: Vec::with_capacity(ho * hi),
+        odd: Vec::with_capacity(ho * hi),
+        middle: Vec::with_capacity(ho),
+    };
+    for o in 0..ho {
+        for i in 0..hi {
+            e.even.push(0.5 * (at(o, i) + at(o, cols - 1 - i)));
+            e.odd.push(0.5 * (at(o, i) - at(o, cols - 1 - i)));
+        }
+        e.middle.push(if cols % 2 == 1 { at(o, hi) } else { 0.0 });
+    }
+    Ok(e)
+}
+
+/// The `__constant__` arrays of one 1-D matrix for the kernels' `contract`: `name` (full,
+/// row-major) and its even-odd parts `name_p`, `name_m`, `name_c`.
+fn constant_matrix(
+    name: &str,
+    m: &[f64],
+    rows: usize,
+    cols: usize,
+    sign: f64,
+) -> Result<String, GpuError> {
+    let e = even_odd(name, m, rows, cols, sign)?;
+    Ok(real_array(name, m)
+        + &real_array(&format!("{name}_p"), &e.even)
+        + &real_array(&format!("{name}_m"), &e.odd)
+        + &real_array(&format!("{name}_c"), &e.middle))
 }
 
 /// For `n` nodes per direction: the skeleton slot of every local node (lexicographic among
@@ -378,6 +516,19 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "register columns (v6) exist for the non-persistent v2 BP1 kernel only".into(),
         ));
     }
+    if cfg.geo_prefetch != GeoPrefetch::None
+        && !(cfg.direct_geometry && cfg.geo == GeoMode::Stored && cfg.variant == Variant::Pencil)
+    {
+        return Err(GpuError::Unsupported(
+            "a geometry prefetch needs the v2 kernel with direct stored-geometry loads".into(),
+        ));
+    }
+    if cfg.geo_prefetch == GeoPrefetch::Registers && !cfg.register_columns {
+        return Err(GpuError::Unsupported(
+            "weights prefetched into registers exist for the register-column (v6) BP1 kernel only"
+                .into(),
+        ));
+    }
     let q3 = q * q * q;
     let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     let basis = Lagrange1D::new(&gll.points);
@@ -424,7 +575,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                     &pts,
                     &wts,
                     cfg.interior_last.then(|| skeleton_table(n).0).as_deref(),
-                ),
+                )?,
                 sources::BP_COMMON,
                 sources::BP_PENCIL
             ),
@@ -439,7 +590,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     };
     let spec = KernelSpec::new(
         format!(
-            "{}_{}_p{p}_q{q}_{}{}_e{epb}_{tag}",
+            "{}_{}_p{p}_q{q}_{}{}{}_e{epb}_{tag}{}",
             short_name(cfg.kind),
             T::NAME,
             if cfg.geo == GeoMode::Stored {
@@ -447,7 +598,18 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 "otf"
             },
-            if cfg.direct_geometry { "-direct" } else { "" }
+            if cfg.direct_geometry { "-direct" } else { "" },
+            match cfg.geo_prefetch {
+                GeoPrefetch::None => "",
+                GeoPrefetch::L1 => "-pfl1",
+                GeoPrefetch::L2 => "-pfl2",
+                GeoPrefetch::Registers => "-pfreg",
+            },
+            if cfg.even_odd && cfg.variant == Variant::Pencil {
+                "_eo"
+            } else {
+                ""
+            }
         ),
         source,
     )
@@ -467,7 +629,9 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("MINB", cfg.min_blocks.unwrap_or(1))
     .define("GEOLOAD", cfg.direct_geometry as u32)
     .define("PIPE", cfg.persistent as u32)
-    .define("ZFIRST", cfg.register_columns as u32);
+    .define("ZFIRST", cfg.register_columns as u32)
+    .define("EO", cfg.even_odd as u32)
+    .define("GEOPF", cfg.geo_prefetch.code());
     Ok(BpKernel {
         spec,
         q,
@@ -501,6 +665,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         direct_geometry: false,
         persistent: false,
         register_columns: false,
+        even_odd: true,
+        geo_prefetch: GeoPrefetch::None,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -553,12 +719,30 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                         let mut c = base(kind, geo, Variant::Pencil, true, Some(2), None);
                         c.register_columns = true;
                         v.push((c, p, false));
+                        // geometry prefetches (selectable for benchmarks)
+                        if geo == GeoMode::Stored {
+                            for pf in [GeoPrefetch::L1, GeoPrefetch::L2, GeoPrefetch::Registers] {
+                                let mut c = base(kind, geo, Variant::Pencil, true, None, Some(8));
+                                c.register_columns = true;
+                                c.direct_geometry = true;
+                                c.geo_prefetch = pf;
+                                v.push((c, p, false));
+                            }
+                        }
                     }
                 }
                 // the tuned defaults, as the benchmarks and solvers use them
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with plain contractions (the even-odd form's comparison), uncapped:
+                // the caps are tuned for the even-odd kernels and some spill in plain form
+                let plain = BpConfig {
+                    even_odd: false,
+                    min_blocks: None,
+                    ..t
+                };
+                v.push((plain, p, false));
                 // v2 block-shape variants (tests at a few orders)
                 if [1, 3, 7, 8].contains(&p) {
                     for epb in [1, 2] {
@@ -863,5 +1047,87 @@ impl<T: GpuReal> GpuBp<T> {
     /// Bytes and flops of one application by [`GpuBp::model_spec`].
     pub fn model(&self) -> Model {
         model::model(&self.model_spec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernels' even-odd `contract` (kernels/bp_pencil.cu), step for step on the host.
+    fn contract_even_odd(e: &EvenOdd, rows: usize, cols: usize, sign: f64, x: &[f64]) -> Vec<f64> {
+        let (hi, ho) = (cols / 2, rows / 2);
+        let ev: Vec<f64> = (0..hi).map(|i| x[i] + x[cols - 1 - i]).collect();
+        let od: Vec<f64> = (0..hi).map(|i| x[i] - x[cols - 1 - i]).collect();
+        let mut y = vec![0.0; rows];
+        for o in 0..ho {
+            let mut a: f64 = (0..hi).map(|i| e.even[o * hi + i] * ev[i]).sum();
+            let d: f64 = (0..hi).map(|i| e.odd[o * hi + i] * od[i]).sum();
+            if cols % 2 == 1 {
+                a += e.middle[o] * x[hi];
+            }
+            y[o] = a + d;
+            y[rows - 1 - o] = if sign > 0.0 { a - d } else { d - a };
+        }
+        if rows % 2 == 1 {
+            y[ho] = if sign > 0.0 {
+                (0..hi).map(|i| e.even[ho * hi + i] * ev[i]).sum::<f64>()
+                    + if cols % 2 == 1 {
+                        e.middle[ho] * x[hi]
+                    } else {
+                        0.0
+                    }
+            } else {
+                (0..hi).map(|i| e.odd[ho * hi + i] * od[i]).sum()
+            };
+        }
+        y
+    }
+
+    /// Every matrix the kernels contract with, at every order they are built for, gives the
+    /// plain product in even-odd form (interpolation GLL -> Gauss with q = p + 1 .. p + 3,
+    /// the Gauss and GLL derivatives, and their transposes).
+    #[test]
+    fn even_odd_form_reproduces_the_plain_products() {
+        for p in 1..=10 {
+            let n = p + 1;
+            let gll = gauss_lobatto_legendre(n).unwrap();
+            let basis = Lagrange1D::new(&gll.points);
+            let mut cases: Vec<(Vec<f64>, usize, usize, f64)> = Vec::new();
+            for q in n..=n + 2 {
+                let g = gauss_legendre(q).unwrap();
+                let b = basis.interpolation_matrix(&g.points);
+                cases.push((transpose(&b, q, n), n, q, 1.0));
+                cases.push((b, q, n, 1.0));
+                let d = Lagrange1D::new(&g.points).derivative_matrix(&g.points);
+                cases.push((transpose(&d, q, q), q, q, -1.0));
+                cases.push((d, q, q, -1.0));
+            }
+            let d = basis.derivative_matrix(&gll.points);
+            cases.push((transpose(&d, n, n), n, n, -1.0));
+            cases.push((d, n, n, -1.0));
+            for (m, rows, cols, sign) in cases {
+                let e = even_odd("m", &m, rows, cols, sign).unwrap();
+                let x: Vec<f64> = (0..cols).map(|i| ((i * 7 + 3) % 11) as f64 - 4.5).collect();
+                let y = contract_even_odd(&e, rows, cols, sign, &x);
+                for (o, yo) in y.iter().enumerate() {
+                    let plain: f64 = (0..cols).map(|i| m[o * cols + i] * x[i]).sum();
+                    let scale: f64 = (0..cols).map(|i| (m[o * cols + i] * x[i]).abs()).sum();
+                    assert!(
+                        (yo - plain).abs() <= 1e-13 * scale.max(1.0),
+                        "p {p}, {rows}x{cols}, row {o}: {yo} vs {plain}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A matrix without the reflection symmetry is refused, not contracted wrongly.
+    #[test]
+    fn even_odd_refuses_an_asymmetric_matrix() {
+        let m = [1.0, 2.0, 3.0, 4.0];
+        assert!(even_odd("m", &m, 2, 2, 1.0).is_err());
+        assert!(even_odd("m", &[1.0, 2.0, 2.0, 1.0], 2, 2, 1.0).is_ok());
+        assert!(even_odd("m", &[-1.0, 1.0, -1.0, 1.0], 2, 2, -1.0).is_ok());
     }
 }

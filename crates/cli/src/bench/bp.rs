@@ -62,6 +62,19 @@ pub enum KernelArg {
     Registers,
 }
 
+/// Prefetch of directly loaded stored geometry (`ferrofem_cuda::bp::GeoPrefetch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PrefetchArg {
+    /// None: loaded where used.
+    None,
+    /// Into L1 at kernel start.
+    L1,
+    /// Into L2 at kernel start.
+    L2,
+    /// Register columns only: the weights into registers before the gather.
+    Registers,
+}
+
 /// How the v2 kernels read stored geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GeoLoad {
@@ -136,6 +149,14 @@ pub struct BpArgs {
     /// `--elems-per-block` is given).
     #[arg(long, value_enum, default_value_t = GeoLoad::Tuned)]
     geo_load: GeoLoad,
+    /// v2: plain 1-D matrix products instead of the even-odd form (for comparison; the
+    /// tuned register caps are the even-odd kernels', so give `--min-blocks` to choose one).
+    #[arg(long)]
+    plain_contractions: bool,
+    /// v2 with direct geometry loads: prefetch the factors at kernel start (`l1`, `l2`) or,
+    /// with register columns, load the weights into registers (`registers`).
+    #[arg(long, value_enum)]
+    geo_prefetch: Option<PrefetchArg>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -549,7 +570,7 @@ fn screened(kind: TensorKind, alpha: f64) -> TensorKind {
 mod gpu {
     use super::*;
     use ferrofem_cuda::blas::GpuBlas;
-    use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
+    use ferrofem_cuda::bp::{BpConfig, GeoMode, GeoPrefetch, GpuBp};
     use ferrofem_cuda::krylov::GpuKrylov;
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
     use std::sync::Arc;
@@ -589,6 +610,8 @@ mod gpu {
             direct_geometry: a.geo_load == GeoLoad::Direct && geo == GeometryMode::Stored,
             persistent: kernel == KernelArg::Persistent,
             register_columns: kernel == KernelArg::Registers,
+            even_odd: !a.plain_contractions,
+            geo_prefetch: GeoPrefetch::None,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -598,6 +621,15 @@ mod gpu {
             cfg.register_columns = t.register_columns;
             cfg.min_blocks = a.min_blocks.or(t.min_blocks);
             cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
+            cfg.geo_prefetch = t.geo_prefetch;
+        }
+        if let Some(pf) = a.geo_prefetch {
+            cfg.geo_prefetch = match pf {
+                PrefetchArg::None => GeoPrefetch::None,
+                PrefetchArg::L1 => GeoPrefetch::L1,
+                PrefetchArg::L2 => GeoPrefetch::L2,
+                PrefetchArg::Registers => GeoPrefetch::Registers,
+            };
         }
         let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
@@ -624,7 +656,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}",
+            "{}-g{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -635,7 +667,14 @@ mod gpu {
             op.grid(),
             if cfg.interior_last { "+il" } else { "" },
             if cfg.direct_geometry { "+direct" } else { "" },
-            cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}"))
+            cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}")),
+            match cfg.geo_prefetch {
+                GeoPrefetch::None => "",
+                GeoPrefetch::L1 => "+pfl1",
+                GeoPrefetch::L2 => "+pfl2",
+                GeoPrefetch::Registers => "+pfreg",
+            },
+            if cfg.even_odd { "" } else { "+plain" }
         );
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
