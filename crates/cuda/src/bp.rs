@@ -743,6 +743,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     ..t
                 };
                 v.push((plain, p, false));
+                // and on a naturally numbered space (`ferrofem solve --backend cuda`)
+                if geo == GeoMode::Stored {
+                    let natural = BpConfig {
+                        interior_last: false,
+                        ..t
+                    };
+                    v.push((natural, p, false));
+                }
                 // v2 block-shape variants (tests at a few orders)
                 if [1, 3, 7, 8].contains(&p) {
                     for epb in [1, 2] {
