@@ -743,10 +743,11 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     ..t
                 };
                 v.push((plain, p, false));
-                // and on a naturally numbered space (`ferrofem solve --backend cuda`)
+                // and on a naturally numbered space, uncapped (`ferrofem solve --backend cuda`)
                 if geo == GeoMode::Stored {
                     let natural = BpConfig {
                         interior_last: false,
+                        min_blocks: None,
                         ..t
                     };
                     v.push((natural, p, false));
