@@ -1,12 +1,14 @@
 //! Shared vocabulary of ferrofem: the floating-point scalar trait, the reference cells with
 //! their vertex, edge and facet numbering, sparse matrices and the linear-operator trait
-//! that assembled and matrix-free operators share.
+//! that assembled and matrix-free operators share, and the reproducible pseudo-random data
+//! of tests and benchmarks.
 //!
 //! Every other crate agrees on these conventions, so that a mesh cell, a finite element
 //! and a GPU kernel index vertices, edges and faces the same way.
 
 pub mod cell;
 pub mod linop;
+pub mod random;
 pub mod real;
 pub mod sparse;
 

@@ -1,6 +1,7 @@
 //! GPU results against their CPU twins. Needs a CUDA device: skipped (with a message) when
 //! none is usable, unless FERROFEM_REQUIRE_GPU=1 (set by scripts/gpu-check.sh).
 
+use ferrofem_base::random::random_vector;
 use ferrofem_cuda::blas::GpuBlas;
 use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GpuBp};
 use ferrofem_cuda::compile::DiskCache;
@@ -25,18 +26,6 @@ fn gpu() -> Option<Arc<GpuDevice>> {
             None
         }
     }
-}
-
-fn random_vec(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
 }
 
 fn rel_err(a: &[f64], b: &[f64]) -> f64 {
@@ -142,7 +131,7 @@ fn bp_operators_match_the_cpu_twin() {
             let (x, want) = reference
                 .entry(key)
                 .or_insert_with(|| {
-                    let x = random_vec(space.num_dofs(), p as u64);
+                    let x = random_vector(space.num_dofs(), p as u64);
                     let want = cpu_apply(&m, space, cfg.kind, &x);
                     (x, want)
                 })
@@ -251,8 +240,8 @@ fn blas_matches_host() {
     let Some(dev) = gpu() else { return };
     let blas = GpuBlas::<f64>::new(&dev).unwrap();
     for n in [1usize, 1000, 1 << 20] {
-        let x = random_vec(n, 1);
-        let y = random_vec(n, 2);
+        let x = random_vector(n, 1);
+        let y = random_vector(n, 2);
         let dx = DeviceVec::from_host(&dev, &x, "x").unwrap();
         let mut dy = DeviceVec::from_host(&dev, &y, "y").unwrap();
         let dot = blas.dot(&dx, &dy).unwrap();
@@ -286,7 +275,7 @@ fn device_pcg_matches_cpu_pcg() {
         &TensorOptions::new(TensorKind::CollocatedDiffusion { alpha }),
     )
     .unwrap();
-    let xtrue = random_vec(space.num_dofs(), 9);
+    let xtrue = random_vector(space.num_dofs(), 9);
     let mut b = vec![0.0; xtrue.len()];
     cpu_op.try_apply(&xtrue, &mut b).unwrap();
     let diag = cpu_op.diagonal();
@@ -335,7 +324,7 @@ fn dirichlet_rows_are_identity() {
     let m = mesh(3);
     let space = H1Space::new(&m, 3, 1).unwrap();
     let bnd = space.node_dofs(&space.boundary_nodes(&m).unwrap(), None);
-    let mut x = random_vec(space.num_dofs(), 4);
+    let mut x = random_vector(space.num_dofs(), 4);
     for &d in &bnd {
         x[d as usize] = 0.0;
     }
@@ -449,8 +438,8 @@ fn residual_kernels_match_the_cpu_form_operator() {
             ..Default::default()
         };
         let cpu = FormOperator::<f64, _>::with_options(&mesh, &space, physics, opts).unwrap();
-        let u = random_vec(space.num_dofs(), 3 + c.order as u64);
-        let w = random_vec(space.num_dofs(), 5 + c.dim as u64);
+        let u = random_vector(space.num_dofs(), 3 + c.order as u64);
+        let w = random_vector(space.num_dofs(), 5 + c.dim as u64);
         let mut want = vec![0.0; u.len()];
         if c.jacobian {
             cpu.jacobian_apply(&u, &w, &mut want);

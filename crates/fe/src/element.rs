@@ -342,13 +342,8 @@ mod tests {
 
     /// Deterministic interior points of the reference cell.
     fn sample_points(ct: CellType, n: usize) -> Vec<f64> {
-        let mut s = 12345u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut g = ferrofem_base::random::Lcg::new(12345);
+        let mut rnd = || g.next_f64();
         let d = ct.dim();
         let mut pts = Vec::new();
         while pts.len() < n * d {

@@ -4,31 +4,18 @@
 use ferrofem_base::CellType;
 use ferrofem_mesh::Mesh;
 
-/// A small deterministic generator of uniform numbers in `[0, 1)`.
-pub(crate) struct Lcg(u64);
+pub(crate) use ferrofem_base::random::Lcg;
 
-impl Lcg {
-    pub(crate) fn new(seed: u64) -> Lcg {
-        Lcg(seed ^ 0x9E37_79B9_7F4A_7C15)
-    }
-    pub(crate) fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Uniform in `[-1, 1)`.
-    pub(crate) fn sym(&mut self) -> f64 {
-        2.0 * self.next() - 1.0
-    }
+/// The tests' generator for `seed`.
+pub(crate) fn rng(seed: u64) -> Lcg {
+    Lcg::new(seed ^ 0x9E37_79B9_7F4A_7C15)
 }
 
 /// A random point strictly inside the reference cell of `ct`.
 pub(crate) fn reference_point(ct: CellType, rng: &mut Lcg) -> Vec<f64> {
     let d = ct.dim();
     loop {
-        let x: Vec<f64> = (0..d).map(|_| rng.next()).collect();
+        let x: Vec<f64> = (0..d).map(|_| rng.next_f64()).collect();
         if ct.is_tensor() {
             return x.iter().map(|c| 2.0 * c - 1.0).collect();
         }
@@ -52,7 +39,7 @@ pub(crate) fn perturbed_box(
     let d = ct.dim();
     let n1 = n + 1;
     let nverts = n1.pow(d as u32);
-    let mut rng = Lcg::new(seed);
+    let mut rng = rng(seed);
     let mut coords = Vec::with_capacity(nverts * d);
     for v in 0..nverts {
         let mut r = v;
@@ -65,7 +52,7 @@ pub(crate) fn perturbed_box(
                 ib > 0 && ib < n
             });
             let shift = if interior {
-                amplitude * h * rng.sym()
+                amplitude * h * rng.symmetric()
             } else {
                 0.0
             };

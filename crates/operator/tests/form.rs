@@ -590,21 +590,17 @@ impl<T: Real> Physics<T> for Coefficient {
 // ---------------------------------------------------------------------------------------
 // helpers
 
-struct Lcg(u64);
+/// The tests' generator: `vec(n)` draws `n` numbers in `[-1, 1)`.
+struct Lcg(ferrofem_base::random::Lcg);
 
 impl Lcg {
     fn new(seed: u64) -> Lcg {
-        Lcg(seed ^ 0x2545_F491_4F6C_DD1D)
-    }
-    fn sym(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        2.0 * ((self.0 >> 11) as f64 / (1u64 << 53) as f64) - 1.0
+        Lcg(ferrofem_base::random::Lcg::new(
+            seed ^ 0x2545_F491_4F6C_DD1D,
+        ))
     }
     fn vec(&mut self, n: usize) -> Vec<f64> {
-        (0..n).map(|_| self.sym()).collect()
+        (0..n).map(|_| self.0.symmetric()).collect()
     }
 }
 

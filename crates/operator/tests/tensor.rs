@@ -1,6 +1,7 @@
 //! Sum-factorised tensor-product operators (BP1, BP3, BP3.5) against a reference built
 //! from the full tabulation of the element and the geometry crate, and their properties.
 
+use ferrofem_base::random::Lcg;
 use ferrofem_base::{CellType, LinearOperator, Real};
 use ferrofem_fe::QuadratureRule;
 use ferrofem_geometry::QuadGeometry;
@@ -21,15 +22,8 @@ fn mesh(ct: CellType, n: usize, seed: u64) -> Mesh {
 }
 
 fn random(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
+    let mut g = Lcg::new(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
+    (0..len).map(|_| g.symmetric()).collect()
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ferrofem_base::random::Lcg;
 use ferrofem_base::{CsrMatrix, LinearOperator, Real};
 use ferrofem_solver::{
     cg, gmres, newton, newton_in, pcg, solve_direct, CpuSpace, DirectFactorization, DirectKind,
@@ -69,17 +70,11 @@ fn laplacian_extreme_eigenvalues(m: usize) -> (f64, f64) {
 
 /// A deterministic pseudo-random vector with entries in [lo, hi).
 fn pseudo_random(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-        })
-        .collect()
+    let mut g = Lcg::new(
+        seed.wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407),
+    );
+    (0..n).map(|_| lo + (hi - lo) * g.next_f64()).collect()
 }
 
 fn matvec(a: &CsrMatrix<f64>, x: &[f64]) -> Vec<f64> {

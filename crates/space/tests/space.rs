@@ -5,19 +5,7 @@ use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_space::H1Space;
 
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 11
-    }
-    fn uniform(&mut self) -> f64 {
-        self.next_u64() as f64 / (1u64 << 53) as f64
-    }
-}
+use ferrofem_base::random::Lcg as Rng;
 
 fn boxmesh(spec: &str) -> Mesh {
     generate_box(&BoxSpec::parse(spec).unwrap()).unwrap()
@@ -60,7 +48,7 @@ fn random_symmetry(ct: CellType, rng: &mut Rng) -> Vec<usize> {
 
 fn permute_cells(mesh: &Mesh, seed: u64) -> Mesh {
     let ct = mesh.cell_type();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut cells = Vec::with_capacity(mesh.cells().len());
     for c in 0..mesh.num_cells() {
         let perm = random_symmetry(ct, &mut rng);
@@ -137,7 +125,7 @@ fn reference_samples(ct: CellType, n: usize, rng: &mut Rng) -> Vec<f64> {
     let d = ct.dim();
     let mut pts = Vec::new();
     while pts.len() < n * d {
-        let x: Vec<f64> = (0..d).map(|_| rng.uniform()).collect();
+        let x: Vec<f64> = (0..d).map(|_| rng.next_f64()).collect();
         if ct.is_simplex() {
             if x.iter().sum::<f64>() < 1.0 {
                 pts.extend(x);
@@ -177,8 +165,8 @@ fn check_polynomial_reproduction(mesh: &Mesh, p: usize, seed: u64) {
     let ct = mesh.cell_type();
     let d = ct.dim();
     let s = H1Space::new(mesh, p, 1).unwrap();
-    let mut rng = Rng(seed);
-    let coef: Vec<f64> = (0..200).map(|_| rng.uniform() - 0.5).collect();
+    let mut rng = Rng::new(seed);
+    let coef: Vec<f64> = (0..200).map(|_| rng.next_f64() - 0.5).collect();
     let l = s.interpolate(|x, out| out[0] = poly(p, d, &coef, x));
     let r = s.restriction();
     let mut ev = vec![0.0; r.elem_size()];

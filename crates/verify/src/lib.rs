@@ -294,18 +294,8 @@ pub fn exact_errors(
     )?)
 }
 
-/// A deterministic pseudo-random vector with entries in `[-0.5, 0.5)` (a 64-bit LCG).
-pub fn random_vector(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
-}
+/// Reproducible test vectors in `[-0.5, 0.5)` (the generator every crate shares).
+pub use ferrofem_base::random::random_vector;
 
 /// Euclidean norm.
 pub fn norm(v: &[f64]) -> f64 {
@@ -493,14 +483,5 @@ mod tests {
         let msg = wrong.check(0.1).unwrap_err();
         assert!(msg.contains("expected 3"), "{msg}");
         assert!(s.table().lines().count() == 4);
-    }
-
-    #[test]
-    fn random_vectors_are_deterministic_and_centred() {
-        let a = random_vector(10_000, 3);
-        assert_eq!(a, random_vector(10_000, 3));
-        assert_ne!(a, random_vector(10_000, 4));
-        let mean = a.iter().sum::<f64>() / a.len() as f64;
-        assert!(mean.abs() < 0.02 && a.iter().all(|v| (-0.5..0.5).contains(v)));
     }
 }

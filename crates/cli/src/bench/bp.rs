@@ -3,10 +3,11 @@
 //! model, GB/s, and the fraction of the copy bandwidth measured in the same process.
 //! `--solve` adds a Jacobi-PCG solve of the screened Poisson problem.
 
-use super::{median, random_vec};
+use super::median;
 use crate::backend::{select, Backend, BackendArg};
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
+use ferrofem_base::random::random_vector;
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::{
     measure_copy_bandwidth, GeometryMode, Model, TensorKind, TensorOperator, TensorOptions,
@@ -491,7 +492,7 @@ fn run_cpu<T: ferrofem_base::Real>(
     let op = TensorOperator::<T>::new(&prob.mesh, &prob.space, &opts)
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let setup = t0.elapsed().as_secs_f64();
-    let x: Vec<T> = random_vec(prob.space.num_dofs(), 7)
+    let x: Vec<T> = random_vector(prob.space.num_dofs(), 7)
         .into_iter()
         .map(T::of)
         .collect();
@@ -535,7 +536,7 @@ fn run_cpu<T: ferrofem_base::Real>(
         let diag = sop.diagonal();
         let space =
             CpuSpace::with_jacobi(sop, &diag).map_err(|e| CliError::Usage(e.to_string()))?;
-        let xt: Vec<T> = random_vec(x.len(), 11).into_iter().map(T::of).collect();
+        let xt: Vec<T> = random_vector(x.len(), 11).into_iter().map(T::of).collect();
         let mut b = vec![T::zero(); x.len()];
         sop.try_apply(&xt, &mut b)
             .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -635,7 +636,7 @@ mod gpu {
         dev.synchronize().map_err(ge)?;
         let setup = t0.elapsed().as_secs_f64();
         let after = dev.compile_stats();
-        let x: Vec<T> = random_vec(prob.space.num_dofs(), 7)
+        let x: Vec<T> = random_vector(prob.space.num_dofs(), 7)
             .into_iter()
             .map(T::of)
             .collect();
@@ -690,7 +691,7 @@ mod gpu {
             drop(cpu);
             let blas = GpuBlas::<T>::new(dev).map_err(ge)?;
             let space = GpuKrylov::with_jacobi(&sop, &blas, &diag).map_err(ge)?;
-            let xt: Vec<T> = random_vec(x.len(), 11).into_iter().map(T::of).collect();
+            let xt: Vec<T> = random_vector(x.len(), 11).into_iter().map(T::of).collect();
             let dxt = DeviceVec::from_host(dev, &xt, "exact solution").map_err(ge)?;
             let mut b = DeviceVec::<T>::zeros(dev, x.len(), "rhs").map_err(ge)?;
             sop.apply(&dxt, &mut b).map_err(ge)?;

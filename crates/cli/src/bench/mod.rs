@@ -57,17 +57,3 @@ pub fn median(v: &[f64]) -> f64 {
         0.5 * (s[s.len() / 2 - 1] + s[s.len() / 2])
     }
 }
-
-/// Deterministic pseudo-random values in [-0.5, 0.5) for benchmark inputs (never zeros:
-/// they hide unwritten outputs and can run faster than real data).
-pub fn random_vec(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
-}

@@ -11,10 +11,11 @@
 //! P1, as in the paper.
 
 use super::bp::Precision;
-use super::{median, random_vec};
+use super::median;
 use crate::backend::BackendArg;
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
+use ferrofem_base::random::random_vector;
 use ferrofem_base::{CellType, Real};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::measure_copy_bandwidth;
@@ -394,7 +395,7 @@ fn measure<T: Real, P: Physics<T>>(
         .map_err(|e| CliError::Usage(e.to_string()))?;
     op.set_accumulation(&st.mesh, acc);
     let setup_s = t0.elapsed().as_secs_f64() + st.prep_s;
-    let u: Vec<T> = random_vec(op.num_dofs(), 7)
+    let u: Vec<T> = random_vector(op.num_dofs(), 7)
         .into_iter()
         .map(T::of)
         .collect();
@@ -582,7 +583,7 @@ mod gpu {
         let mk = |len: usize, seed| {
             DeviceVec::from_host(
                 dev,
-                &random_vec(len, seed)
+                &random_vector(len, seed)
                     .into_iter()
                     .map(T::of)
                     .collect::<Vec<T>>(),
