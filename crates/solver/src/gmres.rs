@@ -40,7 +40,7 @@
 
 use ferrofem_base::Real;
 
-use crate::krylov::finite;
+use crate::krylov::{begin_solve, finite};
 use crate::{KrylovSpace, SolveOptions, SolveStats, SolverError, StopReason};
 
 /// The GMRES-specific settings (the tolerances and limits are [`SolveOptions`]).
@@ -167,27 +167,12 @@ pub fn gmres<T: Real, S: KrylovSpace<T>>(
 ) -> Result<SolveStats, SolverError> {
     opts.validate()?;
     gopts.validate()?;
-    let rhs_norm = finite(space.norm(b)?, "right-hand side", 0)?;
-    let mut stats = SolveStats {
-        iterations: 0,
-        converged: false,
-        initial_residual: 0.0,
-        final_residual: 0.0,
-        rhs_norm,
-        target: (opts.rtol * rhs_norm).max(opts.atol),
-        history: Vec::new(),
-        reason: StopReason::MaxIterations,
-    };
-    let zero = space.zeros()?;
-    if rhs_norm == 0.0 {
-        space.copy(&zero, x)?;
-        stats.converged = true;
-        stats.reason = StopReason::ZeroRhs;
-        if opts.record_history {
-            stats.history.push(0.0);
-        }
+    let (mut stats, finished) = begin_solve(space, b, x, opts)?;
+    if finished {
         return Ok(stats);
     }
+    let rhs_norm = stats.rhs_norm;
+    let zero = space.zeros()?;
     let stop_reason = |rnorm: f64| -> Option<StopReason> {
         if rnorm <= opts.rtol * rhs_norm {
             Some(StopReason::RelativeTolerance)

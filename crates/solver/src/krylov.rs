@@ -160,15 +160,14 @@ pub(crate) fn finite(
     }
 }
 
-/// The one CG loop; `preconditioned` selects whether `z = M⁻¹ r` or `z = r`.
-fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
+/// The common start of the Krylov loops: `‖b‖` and the stats with their target; for
+/// `b = 0` the exact solution `x = 0` of a nonsingular system, with `true` (finished).
+pub(crate) fn begin_solve<T: Real, S: KrylovSpace<T>>(
     space: &S,
     b: &S::Vector,
     x: &mut S::Vector,
     opts: &SolveOptions,
-    preconditioned: bool,
-) -> Result<SolveStats, SolverError> {
-    opts.validate()?;
+) -> Result<(SolveStats, bool), SolverError> {
     let rhs_norm = finite(space.norm(b)?, "right-hand side", 0)?;
     let mut stats = SolveStats {
         iterations: 0,
@@ -180,17 +179,32 @@ fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
         history: Vec::new(),
         reason: StopReason::MaxIterations,
     };
-    if rhs_norm == 0.0 {
-        // The exact solution of A x = 0 for a nonsingular A.
-        let zero = space.zeros()?;
-        space.copy(&zero, x)?;
-        stats.converged = true;
-        stats.reason = StopReason::ZeroRhs;
-        if opts.record_history {
-            stats.history.push(0.0);
-        }
+    if rhs_norm > 0.0 {
+        return Ok((stats, false));
+    }
+    space.copy(&space.zeros()?, x)?;
+    stats.converged = true;
+    stats.reason = StopReason::ZeroRhs;
+    if opts.record_history {
+        stats.history.push(0.0);
+    }
+    Ok((stats, true))
+}
+
+/// The one CG loop; `preconditioned` selects whether `z = M⁻¹ r` or `z = r`.
+fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
+    space: &S,
+    b: &S::Vector,
+    x: &mut S::Vector,
+    opts: &SolveOptions,
+    preconditioned: bool,
+) -> Result<SolveStats, SolverError> {
+    opts.validate()?;
+    let (mut stats, finished) = begin_solve(space, b, x, opts)?;
+    if finished {
         return Ok(stats);
     }
+    let rhs_norm = stats.rhs_norm;
 
     // r = b − A x, p = z = M⁻¹ r.
     let mut q = space.zeros()?;
