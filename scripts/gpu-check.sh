@@ -230,6 +230,48 @@ case "$MODE" in
     bench bp3.5 --backend cuda --geo stored --geo-load shared --order 8 --min-blocks 5
     for mb in 5 7; do bench bp3.5 $D --order 7 --elems-per-block 1 --min-blocks $mb --solve 1e-8 --alpha 1; done
     ;;
+  v12)
+    # fifth session (v8): the skeleton zeroed by a fill before the launch, or by its owners
+    # in the kernel (blocks in index order, flags acquired at the scatter), on one mesh per order
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,owner
+    done
+    ;;
+  v13)
+    # v8 with the flags' cost spread: 1, 4 or 8 element groups per block in sequence, with
+    # either zeroing, on one mesh per order (as run: under the tuned caps the chunked BP3
+    # p = 7, 8 kernels spill, so CI compiles the chunked tuned kernels uncapped instead)
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,owner --groups-in-sequence 1,4,8
+    done
+    ;;
+  ncu12)
+    # DRAM bytes of BP1 p = 7 with the owners zeroing the skeleton (against
+    # notes/ncu-bp1-p7-l2-2026-11-21.txt, the fill before the launch)
+    if command -v ncu >/dev/null; then
+      for z in owner host; do
+        ncu --clock-control none -k regex:bp_apply -c 1 \
+            --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sector_hit_rate.pct \
+            "$BIN/ferrofem" bench bp1 --backend cuda --order 7 --geo stored --reps 1 --warmup 0 \
+            --skeleton-zeroing $z > "$OUT/ncu-bp1-p7-$z.txt" 2>&1
+        echo "== ncu bp1 p=7 skeleton zeroing $z"
+        grep -E "dram__|gpu__time|lts__" "$OUT/ncu-bp1-p7-$z.txt"
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
+  final6)
+    # the fifth session's figures of the (unchanged) tuned defaults on the owner-ordered
+    # skeleton numbering, from one build
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo stored --precision f32; done
+    bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
+    for m in "--box hex:24x24x24" "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin"; do
+      echo "== ferrofem solve --backend cuda --problem poisson $m --order 7 --solver pcg"
+      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --order 7 --solver pcg 2>&1 | tail -6
+    done
+    ;;
   final5)
     # the fourth session's tuned defaults after the v11 scan, from one build
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done
@@ -299,7 +341,7 @@ for r in rows:
     extra = ""
     if r.get("solve_iterations"):
         extra = f"  PCG {r['solve_iterations']} it, {r['solve_dof_iters_per_s']/1e9:.1f} GDOF*it/s"
-    print(f"{r['bench']:6} {r['backend'][:4]:4} {r.get('kernel','')[:22]:22} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
+    print(f"{r['bench']:6} {r['backend'][:4]:4} {r.get('kernel','')[:40]:40} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
           f"{r['gdofs_per_s']:7.2f} GDOF/s {r['gbytes_per_s']:7.0f} GB/s {100*r['roofline_fraction']:5.1f}%  "
           f"regs={r['registers']} epb={r['elems_per_block']}{extra}")
 PY

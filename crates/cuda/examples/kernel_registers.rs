@@ -6,7 +6,7 @@
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
-use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoPrefetch};
+use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoPrefetch, SkeletonZeroing};
 use ferrofem_cuda::compile::{compile_uncached, Target};
 use ferrofem_cuda::residual::{bench_qdegree, Output, ResidualCase, ResidualConfig, Strategy};
 use ferrofem_operator::tensor::TensorKind;
@@ -80,6 +80,12 @@ fn main() {
         } else {
             GeoPrefetch::None
         };
+        cfg.skeleton_zeroing = if has("oz") {
+            SkeletonZeroing::Owner
+        } else {
+            SkeletonZeroing::Host
+        };
+        cfg.groups_in_sequence = flag(&args, "chunk").unwrap_or(1);
         let k = if args[2] == "f32" {
             bp_kernel::<f32>(cfg, p)
         } else {

@@ -33,6 +33,16 @@
 //   transpose cDt, each with the even-odd parts _p, _m, _c (see `contract`),
 //   __constant__ real cX[Q], cW[Q] (reference points and weights on [-1, 1]).
 // EO 1 (v7): contractions in even-odd form.
+// CHUNK (v8, non-persistent kernel): a block runs CHUNK element groups one after another.
+// ORD 1 (v8, non-persistent, interior-last numbering with skeleton nodes numbered by owner):
+// no zero-fill before the launch. Block b zeroes the skeleton nodes its groups own
+// (own[b] .. own[b + 1]) first thing, publishes flags[b] = epoch (release), and waits
+// (acquire), before its first accumulation, for the flags of the blocks owning the rest of
+// its skeleton (preds[pstart[b] .. pstart[b + 1]], all lower-numbered). Blocks are
+// dispatched in increasing index order (CUB's single-pass scans rely on the same), and no
+// block waits before publishing its own flag, so a waited-on block is always running; a
+// wait that never ends traps (a launch error) instead of hanging. CHUNK > 1 spreads the
+// cost of the flags over several groups.
 // Dynamic shared memory: (GALL + EPB * WORK) reals.
 
 #define QQ (Q * Q)
@@ -89,6 +99,56 @@
 #endif
 #if GEOPF == 3 && !ZFIRST
 #error "GEOPF 3 (weights in registers) exists for ZFIRST only"
+#endif
+#ifndef ORD
+#define ORD 0
+#endif
+#ifndef CHUNK
+#define CHUNK 1
+#endif
+#if CHUNK > 1 && PIPE
+#error "CHUNK > 1 (element groups in sequence) is for the non-persistent kernel"
+#endif
+#if ORD && (PIPE || !INTLAST)
+#error "ORD (owner zeroing) needs one group per block and interior-last numbering"
+#endif
+#if ORD
+#define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
+                   const u32* FF_RESTRICT preds, const u32 epoch
+#define NTHREADS (T1D * T1D * EPB)
+#define NO_PRED 0xffffffffu
+__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// Waits (acquire) until flags[g] == epoch; traps instead of hanging if that never happens
+// (a broken schedule then surfaces as a launch error).
+__device__ __forceinline__ void wait_flag(const u32* flags, u32 g, u32 epoch) {
+    for (u32 spin = 0; ld_acquire_u32(flags + g) != epoch; spin++) {
+        if (spin > (1u << 22)) __trap();
+        __nanosleep(64);
+    }
+}
+// every owner's flag: the thread's own (preloaded) first, then any beyond NTHREADS
+#define ORD_WAIT()                                                                        \
+    do {                                                                                  \
+        if (it == 0) {                                                                    \
+            if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);                       \
+            for (u32 t = pbeg + tid + NTHREADS; t < pend; t += NTHREADS) wait_flag(flags, preds[t], epoch); \
+        }                                                                                 \
+    } while (0)
+// after a barrier that follows the zero stores: raise the group's flag (release, cumulative
+// over the block's stores through the barrier)
+#define ORD_PUBLISH()                                                                     \
+    do {                                                                                  \
+        if (tid == 0 && it == 0)                                                          \
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + grp), "r"(epoch) : "memory"); \
+    } while (0)
+#else
+#define ORD_PARAMS
+#define ORD_WAIT() do { } while (0)
+#define ORD_PUBLISH() do { } while (0)
 #endif
 
 // 1-D contraction out = M in for the NO x NI matrix named M. The host generates M (full,
@@ -264,7 +324,8 @@ __device__ __forceinline__ void column_point(const ColumnMap& m, real z, real w,
 
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
-         const real* FF_RESTRICT mats_unused, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha)
+         const real* FF_RESTRICT mats_unused, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha
+         ORD_PARAMS)
 {
     extern __shared__ __align__(16) unsigned char ff_smem[];
     real* smem = (real*)ff_smem;
@@ -328,12 +389,26 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int k = 0; k < N; k++) r_nidx[k] = node_index(offsets, en, nskel, a, b, k);
         }
 #else
+    // a block runs CHUNK element groups one after another (the owner unit of ORD)
+    const u32 grp = blockIdx.x;
+#if ORD
+    // zero the skeleton nodes this block's groups own (the lines stay in L2 for the atomics)
     {
-        const u32 it = 0;
-        const u32 e = blockIdx.x * EPB + le;
+        const u32 z1 = own[grp + 1];
+        for (u32 t = own[grp] + tid; t < z1; t += NTHREADS) v[t] = (real)0;
+    }
+    const u32 pbeg = pstart[grp], pend = pstart[grp + 1];
+    const u32 p_mine = pbeg + tid < pend ? preds[pbeg + tid] : NO_PRED;
+#endif
+    for (u32 it = 0; it < CHUNK; it++) {
+        const u32 g = grp * CHUNK + it;
+        if (g >= ngroups) break;
+        // the previous group's last phase still reads the shared regions
+        if (CHUNK > 1 && it > 0) __syncthreads();
+        const u32 e = g * EPB + le;
         const bool active = e < nelem;
 #if TMA_GEO
-        if (tid == 0) geometry_issue(geo, blockIdx.x * EPB, nelem, smem, &bar);
+        if (tid == 0) geometry_issue(geo, g * EPB, nelem, smem, &bar);
 #endif
 #endif
 #if GEO == 0 && !TMA_GEO
@@ -402,6 +477,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int q = 0; q < Q; q++) sZ[q][b][a] = out[q];
         }
         __syncthreads();
+        ORD_PUBLISH();
         // y: pencils (x = a < N, z = b < Q)
         if (active && a < N) {
             real in[N];
@@ -454,6 +530,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int n = 0; n < N; n++) sZ[b][n][a] = out[n];
         }
+        ORD_WAIT();
         __syncthreads();
         // transposed z in registers, scatter
         if (active && OWNER) {
@@ -478,6 +555,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #endif
         __syncthreads();
+        ORD_PUBLISH();
 
         real rq[Q];   // z-column of values at the points (x = a, y = b)
 #if OP == 5
@@ -627,6 +705,9 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 sV[b][i][a] = ty[i];
             }
         }
+#if OP == 5
+        ORD_WAIT();
+#endif
         __syncthreads();
         if (active) {
             CONTRACT(cDt, -1, Q, Q, rt, rq);
@@ -671,6 +752,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int i = 0; i < N; i++) sA[b][a][i] = out[i];
         }
+        ORD_WAIT();
         __syncthreads();
         if (active && OWNER) {
 #pragma unroll

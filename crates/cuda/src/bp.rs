@@ -66,6 +66,30 @@ impl GeoPrefetch {
     }
 }
 
+/// Who zeroes the skeleton part of the output before the elements accumulate into it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SkeletonZeroing {
+    /// A fill of the skeleton range before the launch: its zeros go to DRAM, and the
+    /// atomics read them back once the lines have left L2.
+    #[default]
+    Host,
+    /// v8: each thread block zeroes the skeleton nodes its elements own (the nodes whose
+    /// lowest-numbered element is theirs, one range under [`H1Space::interior_last`]) and
+    /// raises a flag; before accumulating, a block waits for the flags of the (earlier)
+    /// blocks owning the rest of its skeleton. The zeros can meet the atomics in L2: no
+    /// fill, no read-back.
+    Owner,
+}
+
+impl SkeletonZeroing {
+    fn code(self) -> u32 {
+        match self {
+            SkeletonZeroing::Host => 0,
+            SkeletonZeroing::Owner => 1,
+        }
+    }
+}
+
 /// Kernel design.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
@@ -113,6 +137,12 @@ pub struct BpConfig {
     pub even_odd: bool,
     /// v2 with direct stored-geometry loads: prefetch of the factors at kernel start.
     pub geo_prefetch: GeoPrefetch,
+    /// v2, interior-last, non-persistent: who zeroes the skeleton.
+    pub skeleton_zeroing: SkeletonZeroing,
+    /// v2, non-persistent: element groups a thread block runs one after another (1: one
+    /// group per block). With [`SkeletonZeroing::Owner`] the block is the owner unit, so
+    /// more groups per block spread the cost of its flags.
+    pub groups_in_sequence: usize,
 }
 
 impl BpConfig {
@@ -198,6 +228,8 @@ impl BpConfig {
             register_columns: false,
             even_odd: true,
             geo_prefetch: GeoPrefetch::None,
+            skeleton_zeroing: SkeletonZeroing::Host,
+            groups_in_sequence: 1,
         }
     }
 }
@@ -222,6 +254,86 @@ pub struct GpuBp<T: GpuReal> {
     spec: KernelSpec,
     func: CudaFunction,
     ident: CudaFunction,
+    owners: Option<OwnerState>,
+}
+
+/// Device state of the in-kernel skeleton zeroing ([`SkeletonZeroing::Owner`]).
+struct OwnerState {
+    /// Per element group: the epoch of the last launch in which it zeroed its range.
+    flags: DeviceVec<u32>,
+    own: DeviceVec<u32>,
+    pstart: DeviceVec<u32>,
+    preds: DeviceVec<u32>,
+    /// Alternates 1, 2 between launches (every flag is raised in every launch).
+    epoch: std::sync::atomic::AtomicU32,
+}
+
+/// Who zeroes which skeleton nodes, and whom each element group waits for, in the
+/// in-kernel skeleton zeroing ([`SkeletonZeroing::Owner`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnerSchedule {
+    /// `own[g]..own[g + 1]`: the skeleton nodes whose lowest-numbered group is `g`.
+    pub own: Vec<u32>,
+    /// `preds[pstart[g]..pstart[g + 1]]`: the other groups owning nodes of group `g`.
+    pub pstart: Vec<u32>,
+    /// The owner lists, ascending per group.
+    pub preds: Vec<u32>,
+}
+
+/// The owner schedule from compact skeleton offsets `[elem][nsk]` into `0..nskel`, with
+/// groups of `epb` consecutive elements. Fails unless the skeleton is numbered by owner
+/// (as [`H1Space::interior_last`] numbers it).
+pub fn owner_schedule(
+    offsets: &[u32],
+    nsk: usize,
+    nskel: usize,
+    epb: usize,
+) -> Result<OwnerSchedule, GpuError> {
+    let nelem = offsets.len().checked_div(nsk).unwrap_or(0);
+    let ngroups = nelem.div_ceil(epb.max(1));
+    let mut owner = vec![u32::MAX; nskel];
+    for (e, row) in offsets.chunks(nsk.max(1)).enumerate() {
+        let g = (e / epb) as u32;
+        for &n in row {
+            let Some(o) = owner.get_mut(n as usize) else {
+                return Err(GpuError::Unsupported(format!(
+                    "skeleton offset {n} is outside the {nskel} skeleton nodes"
+                )));
+            };
+            if *o == u32::MAX {
+                *o = g;
+            }
+        }
+    }
+    if owner.contains(&u32::MAX) || owner.windows(2).any(|w| w[0] > w[1]) {
+        return Err(GpuError::Unsupported(
+            "zeroing the skeleton in the kernel needs the skeleton numbered by owner (H1Space::interior_last)".into(),
+        ));
+    }
+    let mut own = vec![0u32; ngroups + 1];
+    let mut n = 0usize;
+    for (g, o) in own.iter_mut().enumerate() {
+        while n < nskel && (owner[n] as usize) < g {
+            n += 1;
+        }
+        *o = n as u32;
+    }
+    let mut pstart = Vec::with_capacity(ngroups + 1);
+    let mut preds = Vec::new();
+    pstart.push(0u32);
+    for g in 0..ngroups {
+        let lo = preds.len();
+        let rows = &offsets[g * epb * nsk..((g + 1) * epb).min(nelem) * nsk];
+        for &n in rows {
+            let o = owner[n as usize];
+            if o as usize != g && !preds[lo..].contains(&o) {
+                preds.push(o);
+            }
+        }
+        preds[lo..].sort_unstable();
+        pstart.push(preds.len() as u32);
+    }
+    Ok(OwnerSchedule { own, pstart, preds })
 }
 
 fn pad(k: usize) -> usize {
@@ -523,6 +635,20 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "a geometry prefetch needs the v2 kernel with direct stored-geometry loads".into(),
         ));
     }
+    if cfg.skeleton_zeroing != SkeletonZeroing::Host
+        && !(cfg.interior_last && cfg.variant == Variant::Pencil && !cfg.persistent)
+    {
+        return Err(GpuError::Unsupported(
+            "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space".into(),
+        ));
+    }
+    if cfg.groups_in_sequence == 0
+        || (cfg.groups_in_sequence > 1 && (cfg.persistent || cfg.variant != Variant::Pencil))
+    {
+        return Err(GpuError::Unsupported(
+            "element groups in sequence (>= 1) exist for the non-persistent v2 kernel only".into(),
+        ));
+    }
     if cfg.geo_prefetch == GeoPrefetch::Registers && !cfg.register_columns {
         return Err(GpuError::Unsupported(
             "weights prefetched into registers exist for the register-column (v6) BP1 kernel only"
@@ -590,7 +716,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     };
     let spec = KernelSpec::new(
         format!(
-            "{}_{}_p{p}_q{q}_{}{}{}_e{epb}_{tag}{}",
+            "{}_{}_p{p}_q{q}_{}{}{}{}_e{epb}{}_{tag}{}",
             short_name(cfg.kind),
             T::NAME,
             if cfg.geo == GeoMode::Stored {
@@ -604,6 +730,15 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 GeoPrefetch::L1 => "-pfl1",
                 GeoPrefetch::L2 => "-pfl2",
                 GeoPrefetch::Registers => "-pfreg",
+            },
+            match cfg.skeleton_zeroing {
+                SkeletonZeroing::Host => "",
+                SkeletonZeroing::Owner => "-oz",
+            },
+            if cfg.groups_in_sequence > 1 {
+                format!("c{}", cfg.groups_in_sequence)
+            } else {
+                String::new()
             },
             if cfg.even_odd && cfg.variant == Variant::Pencil {
                 "_eo"
@@ -631,7 +766,9 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("PIPE", cfg.persistent as u32)
     .define("ZFIRST", cfg.register_columns as u32)
     .define("EO", cfg.even_odd as u32)
-    .define("GEOPF", cfg.geo_prefetch.code());
+    .define("GEOPF", cfg.geo_prefetch.code())
+    .define("ORD", cfg.skeleton_zeroing.code())
+    .define("CHUNK", cfg.groups_in_sequence);
     Ok(BpKernel {
         spec,
         q,
@@ -667,6 +804,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         register_columns: false,
         even_odd: true,
         geo_prefetch: GeoPrefetch::None,
+        skeleton_zeroing: SkeletonZeroing::Host,
+        groups_in_sequence: 1,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -731,10 +870,48 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                         }
                     }
                 }
+                // v8: the skeleton zeroed in the kernel by its owners (default block shape,
+                // several elements per block at low orders, and one element per block)
+                let mut c = base(kind, geo, Variant::Pencil, true, None, None);
+                c.skeleton_zeroing = SkeletonZeroing::Owner;
+                v.push((c, p, false));
+                v.push((c, p, true));
+                c.elems_per_block = Some(1);
+                v.push((c, p, false));
+                // several groups per block in sequence, with either zeroing
+                for zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Owner] {
+                    let mut c = base(kind, geo, Variant::Pencil, true, None, None);
+                    c.skeleton_zeroing = zeroing;
+                    c.groups_in_sequence = 3;
+                    v.push((c, p, false));
+                }
                 // the tuned defaults, as the benchmarks and solvers use them
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with the other ways of zeroing the skeleton, where they apply (not
+                // the screened kernels: their tighter caps are tuned for the fill, and the
+                // uncapped screened kernels with owner zeroing are checked above)
+                if t.interior_last
+                    && !t.persistent
+                    && !(t.kind.has_mass() && kind != TensorKind::Mass)
+                {
+                    // (several groups in sequence uncapped: under the tuned caps the
+                    // BP3 p = 7, 8 loops spill)
+                    for zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Owner] {
+                        for chunk in [1, 4] {
+                            let c = BpConfig {
+                                skeleton_zeroing: zeroing,
+                                groups_in_sequence: chunk,
+                                min_blocks: if chunk > 1 { None } else { t.min_blocks },
+                                ..t
+                            };
+                            if c != t {
+                                v.push((c, p, false));
+                            }
+                        }
+                    }
+                }
                 // and with plain contractions (the even-odd form's comparison), uncapped:
                 // the caps are tuned for the even-odd kernels and some spill in plain form
                 let plain = BpConfig {
@@ -748,6 +925,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     let natural = BpConfig {
                         interior_last: false,
                         min_blocks: None,
+                        skeleton_zeroing: SkeletonZeroing::Host,
                         ..t
                     };
                     v.push((natural, p, false));
@@ -834,6 +1012,30 @@ impl<T: GpuReal> GpuBp<T> {
         } else {
             (space.restriction().offsets().to_vec(), space.num_dofs())
         };
+        let owners = if cfg.skeleton_zeroing == SkeletonZeroing::Host {
+            None
+        } else {
+            let nsk = skeleton_table(p + 1).1;
+            let OwnerSchedule { own, pstart, preds } =
+                owner_schedule(&offsets_host, nsk, nskel, epb * cfg.groups_in_sequence)?;
+            let ngroups = own.len() - 1;
+            Some(OwnerState {
+                flags: DeviceVec::zeros(dev, ngroups, "owner flags")?,
+                own: DeviceVec::from_host(dev, &own, "owned skeleton ranges")?,
+                pstart: DeviceVec::from_host(dev, &pstart, "owner lists")?,
+                // never empty: a zero-length device buffer cannot be passed
+                preds: DeviceVec::from_host(
+                    dev,
+                    if preds.is_empty() {
+                        &[0u32][..]
+                    } else {
+                        &preds
+                    },
+                    "owner lists",
+                )?,
+                epoch: std::sync::atomic::AtomicU32::new(0),
+            })
+        };
         let func = dev.function(&spec, "bp_apply")?;
         if dyn_smem > 48 * 1024 {
             func.set_attribute(
@@ -863,7 +1065,7 @@ impl<T: GpuReal> GpuBp<T> {
             }
             groups.min(per_sm as usize * dev.sm_count())
         } else {
-            groups
+            groups.div_ceil(cfg.groups_in_sequence)
         } as u32;
         let mats_t: Vec<T> = mats.iter().map(|&x| T::of(x)).collect();
         let verts = DeviceVec::from_host(dev, &verts, "element vertices")?;
@@ -915,6 +1117,7 @@ impl<T: GpuReal> GpuBp<T> {
             spec,
             func,
             ident,
+            owners,
         })
     }
 
@@ -982,11 +1185,12 @@ impl<T: GpuReal> GpuBp<T> {
                 got: u.len().min(v.len()),
             });
         }
-        // interior nodes are stored, not accumulated: only the skeleton part needs zeroing
-        if self.cfg.interior_last {
-            v.fill_zero_prefix(self.nskel)?;
-        } else {
-            v.fill_zero()?;
+        // interior nodes are stored, not accumulated: only the skeleton part needs zeroing,
+        // and not here when the kernel's blocks zero what they own
+        match (&self.owners, self.cfg.interior_last) {
+            (Some(_), _) => {}
+            (None, true) => v.fill_zero_prefix(self.nskel)?,
+            (None, false) => v.fill_zero()?,
         }
         let n = self.order + 1;
         let t1d = n.max(self.q1d) as u32;
@@ -1007,7 +1211,18 @@ impl<T: GpuReal> GpuBp<T> {
             .arg(u.slice())
             .arg(v.slice_mut())
             .arg(&self.alpha);
-        // SAFETY: argument list matches bp_apply's signature; buffers are sized by `new`.
+        let epoch;
+        if let Some(o) = &self.owners {
+            use std::sync::atomic::Ordering;
+            epoch = o.epoch.fetch_add(1, Ordering::Relaxed) % 2 + 1;
+            b.arg(o.flags.slice())
+                .arg(o.own.slice())
+                .arg(o.pstart.slice())
+                .arg(o.preds.slice())
+                .arg(&epoch);
+        }
+        // SAFETY: argument list matches bp_apply's signature (with the ORD parameters when
+        // the kernel zeroes the skeleton); buffers are sized by `new`.
         unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
             kernel: self.spec.name.clone(),
             source: e,
@@ -1062,6 +1277,75 @@ impl<T: GpuReal> GpuBp<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compact skeleton offsets of a space numbered interior-last.
+    fn skeleton_offsets(space: &H1Space) -> (Vec<u32>, usize) {
+        let (table, nsk) = skeleton_table(space.order() + 1);
+        let r = space.restriction();
+        let mut off = vec![0u32; r.num_elem() * nsk];
+        for e in 0..r.num_elem() {
+            for (l, &slot) in table.iter().enumerate() {
+                if slot != u16::MAX {
+                    off[e * nsk + slot as usize] = r.elem(e)[l];
+                }
+            }
+        }
+        (off, nsk)
+    }
+
+    #[test]
+    fn owner_schedule_partitions_the_skeleton_and_lists_every_other_owner() {
+        use ferrofem_mesh::{generate_box, BoxSpec};
+        let m = generate_box(&BoxSpec::parse("hex:4x3x5,perturb=0.1,seed=2").unwrap()).unwrap();
+        for p in [1, 2, 4] {
+            let space = H1Space::new(&m, p, 1).unwrap().interior_last();
+            let nskel = space.skeleton_nodes().unwrap();
+            let (off, nsk) = skeleton_offsets(&space);
+            let nelem = m.num_cells();
+            for epb in [1, 2, 5] {
+                let OwnerSchedule { own, pstart, preds } =
+                    owner_schedule(&off, nsk, nskel, epb).unwrap();
+                let ngroups = nelem.div_ceil(epb);
+                assert_eq!(own.len(), ngroups + 1);
+                assert_eq!((own[0], own[ngroups]), (0, nskel as u32));
+                let group_of = |n: u32| own.partition_point(|&o| o <= n) - 1;
+                for g in 0..ngroups {
+                    let list = &preds[pstart[g] as usize..pstart[g + 1] as usize];
+                    assert!(
+                        list.windows(2).all(|w| w[0] < w[1])
+                            && list.iter().all(|&o| (o as usize) < g)
+                    );
+                    let rows = &off[g * epb * nsk..((g + 1) * epb).min(nelem) * nsk];
+                    // every node is owned by the group itself or by a listed predecessor,
+                    // its owner is the lowest group touching it, and no listed group is idle
+                    let mut used = vec![false; list.len()];
+                    for &n in rows {
+                        let o = group_of(n);
+                        assert!(o <= g);
+                        if o != g {
+                            let k = list.binary_search(&(o as u32)).expect("owner listed");
+                            used[k] = true;
+                        }
+                    }
+                    assert!(used.iter().all(|&u| u), "p={p} epb={epb} g={g}");
+                }
+                // structured box, one element per block: at most the 7 lower neighbours
+                if epb == 1 {
+                    assert!(pstart.windows(2).all(|w| w[1] - w[0] <= 7));
+                }
+            }
+        }
+        // a skeleton that is not numbered by owner is refused
+        let space = H1Space::new(&m, 2, 1).unwrap().interior_last();
+        let (mut off, nsk) = skeleton_offsets(&space);
+        let nskel = space.skeleton_nodes().unwrap();
+        let last = off.len() - 1;
+        off.swap(0, last);
+        assert!(matches!(
+            owner_schedule(&off, nsk, nskel, 1),
+            Err(GpuError::Unsupported(_))
+        ));
+    }
 
     /// The kernels' even-odd `contract` (kernels/bp_pencil.cu), step for step on the host.
     fn contract_even_odd(e: &EvenOdd, rows: usize, cols: usize, sign: f64, x: &[f64]) -> Vec<f64> {

@@ -56,12 +56,17 @@ impl H1Space {
     }
 
     /// The same space with its nodes renumbered *interior-last*: nodes on element
-    /// boundaries (the skeleton: vertices, edges, faces) first, in their previous order,
-    /// then the element-interior nodes, contiguous per element in element order and local
-    /// node order. Interior node `l` (the `l`-th interior node in local order) of element
-    /// `e` is then `num_skeleton + e * interior_per_element + l`, so kernels compute those
-    /// indices instead of reading them, and only the skeleton part of an accumulated
-    /// output needs zeroing.
+    /// boundaries (the skeleton: vertices, edges, faces) first, then the element-interior
+    /// nodes, contiguous per element in element order and local node order. Interior node
+    /// `l` (the `l`-th interior node in local order) of element `e` is then
+    /// `num_skeleton + e * interior_per_element + l`, so kernels compute those indices
+    /// instead of reading them, and only the skeleton part of an accumulated output needs
+    /// zeroing.
+    ///
+    /// Skeleton nodes are numbered by *owner*, the lowest-numbered element that touches
+    /// them, in element order and then local node order: the nodes an element owns are one
+    /// contiguous range, which lets a GPU kernel zero them itself just before the first
+    /// accumulation (and keeps an element's nodes close together in memory).
     pub fn interior_last(&self) -> H1Space {
         let el = &self.element;
         let d = el.dim();
@@ -81,8 +86,19 @@ impl H1Space {
         let nskel = is_interior.iter().filter(|&&b| !b).count();
         let mut new_of = vec![u32::MAX; nn];
         let mut next = 0u32;
+        // skeleton nodes by owner: the first element (in element order) that touches them
+        for e in 0..r.num_elem() {
+            for &n in r.elem(e) {
+                let n = n as usize;
+                if !is_interior[n] && new_of[n] == u32::MAX {
+                    new_of[n] = next;
+                    next += 1;
+                }
+            }
+        }
+        // (a restriction may leave nodes untouched: keep them numbered, after the owned ones)
         for (n, &int) in is_interior.iter().enumerate() {
-            if !int {
+            if !int && new_of[n] == u32::MAX {
                 new_of[n] = next;
                 next += 1;
             }

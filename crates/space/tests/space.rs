@@ -346,6 +346,21 @@ fn interior_last_numbering_is_a_consistent_permutation() {
                     assert!((en[l] as usize) < nskel);
                 }
             }
+            // skeleton nodes are numbered by owner (the first element touching them), so
+            // each element's owned nodes are one range, the ranges in element order
+            let mut owner = vec![usize::MAX; nskel];
+            for c in 0..mesh.num_cells() {
+                for &n in t.restriction().elem(c) {
+                    if (n as usize) < nskel && owner[n as usize] == usize::MAX {
+                        owner[n as usize] = c;
+                    }
+                }
+            }
+            assert!(owner.iter().all(|&o| o != usize::MAX), "{ct} p={p}");
+            assert!(
+                owner.windows(2).all(|w| w[0] <= w[1]),
+                "{ct} p={p}: not by owner"
+            );
             // same function, same element values: the renumbering is a relabelling
             let f = |x: &[f64], out: &mut [f64]| out[0] = x.iter().map(|v| v.sin()).sum();
             let (a, b) = (s.interpolate(f), t.interpolate(f));

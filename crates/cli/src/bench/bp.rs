@@ -76,6 +76,15 @@ pub enum PrefetchArg {
     Registers,
 }
 
+/// Who zeroes the skeleton of the output (`ferrofem_cuda::bp::SkeletonZeroing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ZeroingArg {
+    /// A fill of the skeleton range before each launch.
+    Host,
+    /// The kernel: each block zeroes the skeleton nodes it owns (v8).
+    Owner,
+}
+
 /// How the v2 kernels read stored geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GeoLoad {
@@ -158,6 +167,15 @@ pub struct BpArgs {
     /// with register columns, load the weights into registers (`registers`).
     #[arg(long, value_enum)]
     geo_prefetch: Option<PrefetchArg>,
+    /// v2 on an interior-last space: who zeroes the output's skeleton before the elements
+    /// accumulate into it, comma-separated to measure several on one mesh (default: the
+    /// tuned choice, else `host`).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    skeleton_zeroing: Vec<ZeroingArg>,
+    /// v2, non-persistent: element groups each thread block runs one after another,
+    /// comma-separated to measure several on one mesh (default: the tuned choice, else 1).
+    #[arg(long, value_delimiter = ',')]
+    groups_in_sequence: Vec<usize>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -324,17 +342,32 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
                 loads.into_iter().map(move |d| (g, d))
             })
             .collect();
-        let kernels = if matches!(backend, Backend::Cpu { .. }) {
+        let cpu = matches!(backend, Backend::Cpu { .. });
+        let kernels = if cpu {
             vec![KernelArg::Pencil] // the CPU has one kernel
         } else {
             a.kernel.clone()
         };
-        for (&(geo, direct), &kernel) in variants
+        let zeroings: Vec<Option<ZeroingArg>> = if cpu || a.skeleton_zeroing.is_empty() {
+            vec![None]
+        } else {
+            a.skeleton_zeroing.iter().copied().map(Some).collect()
+        };
+        let chunks: Vec<Option<usize>> = if cpu || a.groups_in_sequence.is_empty() {
+            vec![None]
+        } else {
+            a.groups_in_sequence.iter().copied().map(Some).collect()
+        };
+        for (((&(geo, direct), &kernel), &zeroing), &chunk) in variants
             .iter()
             .flat_map(|v| kernels.iter().map(move |k| (v, k)))
+            .flat_map(|vk| zeroings.iter().map(move |z| (vk, z)))
+            .flat_map(|vkz| chunks.iter().map(move |c| (vkz, c)))
         {
             let mut a = a.clone();
             a.kernel = vec![kernel];
+            a.skeleton_zeroing = zeroing.into_iter().collect();
+            a.groups_in_sequence = chunk.into_iter().collect();
             if a.geo_load == GeoLoad::Both {
                 a.geo_load = if direct {
                     GeoLoad::Direct
@@ -571,7 +604,7 @@ fn screened(kind: TensorKind, alpha: f64) -> TensorKind {
 mod gpu {
     use super::*;
     use ferrofem_cuda::blas::GpuBlas;
-    use ferrofem_cuda::bp::{BpConfig, GeoMode, GeoPrefetch, GpuBp};
+    use ferrofem_cuda::bp::{BpConfig, GeoMode, GeoPrefetch, GpuBp, SkeletonZeroing};
     use ferrofem_cuda::krylov::GpuKrylov;
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
     use std::sync::Arc;
@@ -613,6 +646,8 @@ mod gpu {
             register_columns: kernel == KernelArg::Registers,
             even_odd: !a.plain_contractions,
             geo_prefetch: GeoPrefetch::None,
+            skeleton_zeroing: SkeletonZeroing::Host,
+            groups_in_sequence: 1,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -623,6 +658,17 @@ mod gpu {
             cfg.min_blocks = a.min_blocks.or(t.min_blocks);
             cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
             cfg.geo_prefetch = t.geo_prefetch;
+            cfg.skeleton_zeroing = t.skeleton_zeroing;
+            cfg.groups_in_sequence = t.groups_in_sequence;
+        }
+        if let Some(&c) = a.groups_in_sequence.first() {
+            cfg.groups_in_sequence = c;
+        }
+        if let Some(&z) = a.skeleton_zeroing.first() {
+            cfg.skeleton_zeroing = match z {
+                ZeroingArg::Host => SkeletonZeroing::Host,
+                ZeroingArg::Owner => SkeletonZeroing::Owner,
+            };
         }
         if let Some(pf) = a.geo_prefetch {
             cfg.geo_prefetch = match pf {
@@ -657,7 +703,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -675,7 +721,16 @@ mod gpu {
                 GeoPrefetch::L2 => "+pfl2",
                 GeoPrefetch::Registers => "+pfreg",
             },
-            if cfg.even_odd { "" } else { "+plain" }
+            if cfg.even_odd { "" } else { "+plain" },
+            match cfg.skeleton_zeroing {
+                SkeletonZeroing::Host => "",
+                SkeletonZeroing::Owner => "+oz",
+            },
+            if cfg.groups_in_sequence > 1 {
+                format!("+c{}", cfg.groups_in_sequence)
+            } else {
+                String::new()
+            }
         );
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
