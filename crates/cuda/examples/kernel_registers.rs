@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [epb=N] [minb=N] [ptx]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz] [chunk=N] [epb=N] [minb=N] [ptx]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 

@@ -64,6 +64,16 @@ impl GeoPrefetch {
             GeoPrefetch::Registers => 3,
         }
     }
+
+    /// Short name in kernel and record labels (empty for `None`).
+    pub fn tag(self) -> &'static str {
+        match self {
+            GeoPrefetch::None => "",
+            GeoPrefetch::L1 => "pfl1",
+            GeoPrefetch::L2 => "pfl2",
+            GeoPrefetch::Registers => "pfreg",
+        }
+    }
 }
 
 /// Who zeroes the skeleton part of the output before the elements accumulate into it.
@@ -87,6 +97,23 @@ impl SkeletonZeroing {
             SkeletonZeroing::Host => 0,
             SkeletonZeroing::Owner => 1,
         }
+    }
+
+    /// Short name in kernel and record labels (empty for the default, `Host`).
+    pub fn tag(self) -> &'static str {
+        match self {
+            SkeletonZeroing::Host => "",
+            SkeletonZeroing::Owner => "oz",
+        }
+    }
+}
+
+/// `sep` and `tag`, or nothing for an empty tag: the optional parts of labels.
+pub fn label_part(sep: char, tag: &str) -> String {
+    if tag.is_empty() {
+        String::new()
+    } else {
+        format!("{sep}{tag}")
     }
 }
 
@@ -725,16 +752,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 "otf"
             },
             if cfg.direct_geometry { "-direct" } else { "" },
-            match cfg.geo_prefetch {
-                GeoPrefetch::None => "",
-                GeoPrefetch::L1 => "-pfl1",
-                GeoPrefetch::L2 => "-pfl2",
-                GeoPrefetch::Registers => "-pfreg",
-            },
-            match cfg.skeleton_zeroing {
-                SkeletonZeroing::Host => "",
-                SkeletonZeroing::Owner => "-oz",
-            },
+            label_part('-', cfg.geo_prefetch.tag()),
+            label_part('-', cfg.skeleton_zeroing.tag()),
             if cfg.groups_in_sequence > 1 {
                 format!("c{}", cfg.groups_in_sequence)
             } else {
@@ -896,8 +915,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     && !t.persistent
                     && !(t.kind.has_mass() && kind != TensorKind::Mass)
                 {
-                    // (several groups in sequence uncapped: under the tuned caps the
-                    // BP3 p = 7, 8 loops spill)
+                    // (several groups in sequence uncapped: under the tuned caps the loop
+                    // spills, e.g. BP3 p = 5, 7, 8 and BP3.5 p = 8)
                     for zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Owner] {
                         for chunk in [1, 4] {
                             let c = BpConfig {

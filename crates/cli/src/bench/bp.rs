@@ -604,7 +604,7 @@ fn screened(kind: TensorKind, alpha: f64) -> TensorKind {
 mod gpu {
     use super::*;
     use ferrofem_cuda::blas::GpuBlas;
-    use ferrofem_cuda::bp::{BpConfig, GeoMode, GeoPrefetch, GpuBp, SkeletonZeroing};
+    use ferrofem_cuda::bp::{label_part, BpConfig, GeoMode, GeoPrefetch, GpuBp, SkeletonZeroing};
     use ferrofem_cuda::krylov::GpuKrylov;
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
     use std::sync::Arc;
@@ -715,17 +715,9 @@ mod gpu {
             if cfg.interior_last { "+il" } else { "" },
             if cfg.direct_geometry { "+direct" } else { "" },
             cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}")),
-            match cfg.geo_prefetch {
-                GeoPrefetch::None => "",
-                GeoPrefetch::L1 => "+pfl1",
-                GeoPrefetch::L2 => "+pfl2",
-                GeoPrefetch::Registers => "+pfreg",
-            },
+            label_part('+', cfg.geo_prefetch.tag()),
             if cfg.even_odd { "" } else { "+plain" },
-            match cfg.skeleton_zeroing {
-                SkeletonZeroing::Host => "",
-                SkeletonZeroing::Owner => "+oz",
-            },
+            label_part('+', cfg.skeleton_zeroing.tag()),
             if cfg.groups_in_sequence > 1 {
                 format!("+c{}", cfg.groups_in_sequence)
             } else {
