@@ -124,11 +124,14 @@ fn gpu_solves_reach_the_cpu_discrete_solution() {
         &dev,
     );
     // a real Gmsh mesh with Dirichlet on named groups only (natural conditions elsewhere)
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/gmsh/box_tet_v41_binary.msh");
-    let mesh = ferrofem_mesh::read_gmsh(&dir).unwrap();
+    let gmsh = |name: &str| {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/gmsh")
+            .join(name);
+        ferrofem_mesh::read_gmsh(&file).unwrap()
+    };
     check(
-        &mesh,
+        &gmsh("box_tet_v41_binary.msh"),
         ProblemKind::Poisson,
         2,
         DirichletSpec::parse_list("xmin,ymin"),
@@ -137,11 +140,8 @@ fn gpu_solves_reach_the_cpu_discrete_solution() {
     // a real Gmsh hexahedral mesh through the tuned BP3 kernel (Dirichlet on named groups,
     // natural conditions elsewhere); at p = 3 the discretisation error dominates the
     // solver's, so the two L2 errors are comparable (at p = 7 both are round-off)
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/gmsh/box_hex_v41_binary.msh");
-    let mesh = ferrofem_mesh::read_gmsh(&file).unwrap();
     check(
-        &mesh,
+        &gmsh("box_hex_v41_binary.msh"),
         ProblemKind::Poisson,
         3,
         DirichletSpec::parse_list("xmin,ymin"),

@@ -110,7 +110,7 @@
 #error "CHUNK > 1 (element groups in sequence) is for the non-persistent kernel"
 #endif
 #if ORD && (PIPE || !INTLAST)
-#error "ORD (owner zeroing) needs one group per block and interior-last numbering"
+#error "ORD (owner zeroing) needs the non-persistent kernel and interior-last numbering"
 #endif
 #if ORD
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \

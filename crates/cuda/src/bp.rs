@@ -286,7 +286,8 @@ pub struct GpuBp<T: GpuReal> {
 
 /// Device state of the in-kernel skeleton zeroing ([`SkeletonZeroing::Owner`]).
 struct OwnerState {
-    /// Per element group: the epoch of the last launch in which it zeroed its range.
+    /// Per thread block (the owner unit: `groups_in_sequence` element groups): the epoch
+    /// of the last launch in which it zeroed its range.
     flags: DeviceVec<u32>,
     own: DeviceVec<u32>,
     pstart: DeviceVec<u32>,
@@ -307,6 +308,23 @@ pub struct OwnerSchedule {
     pub preds: Vec<u32>,
 }
 
+/// The compact skeleton offsets `[elem][nsk]` of an interior-last space (the element's
+/// boundary nodes in the order of [`skeleton_table`]), and `nsk`.
+fn skeleton_offsets(space: &H1Space) -> (Vec<u32>, usize) {
+    let (table, nsk) = skeleton_table(space.order() + 1);
+    let r = space.restriction();
+    let mut off = vec![0u32; r.num_elem() * nsk];
+    for e in 0..r.num_elem() {
+        let en = r.elem(e);
+        for (l, &slot) in table.iter().enumerate() {
+            if slot != u16::MAX {
+                off[e * nsk + slot as usize] = en[l];
+            }
+        }
+    }
+    (off, nsk)
+}
+
 /// The owner schedule from compact skeleton offsets `[elem][nsk]` into `0..nskel`, with
 /// groups of `epb` consecutive elements. Fails unless the skeleton is numbered by owner
 /// (as [`H1Space::interior_last`] numbers it).
@@ -316,10 +334,17 @@ pub fn owner_schedule(
     nskel: usize,
     epb: usize,
 ) -> Result<OwnerSchedule, GpuError> {
-    let nelem = offsets.len().checked_div(nsk).unwrap_or(0);
-    let ngroups = nelem.div_ceil(epb.max(1));
+    if epb == 0 || nsk == 0 || offsets.len() % nsk != 0 {
+        return Err(GpuError::Unsupported(format!(
+            "an owner schedule needs whole rows of nsk > 0 offsets and groups of epb > 0 \
+             elements (got {} offsets, nsk = {nsk}, epb = {epb})",
+            offsets.len()
+        )));
+    }
+    let nelem = offsets.len() / nsk;
+    let ngroups = nelem.div_ceil(epb);
     let mut owner = vec![u32::MAX; nskel];
-    for (e, row) in offsets.chunks(nsk.max(1)).enumerate() {
+    for (e, row) in offsets.chunks(nsk).enumerate() {
         let g = (e / epb) as u32;
         for &n in row {
             let Some(o) = owner.get_mut(n as usize) else {
@@ -1015,19 +1040,7 @@ impl<T: GpuReal> GpuBp<T> {
                     "interior_last is set but the space is not numbered interior-last (H1Space::interior_last)".into(),
                 ));
             };
-            let n = p + 1;
-            let (table, nsk) = skeleton_table(n);
-            let r = space.restriction();
-            let mut off = vec![0u32; nelem * nsk];
-            for e in 0..nelem {
-                let en = r.elem(e);
-                for (l, &slot) in table.iter().enumerate() {
-                    if slot != u16::MAX {
-                        off[e * nsk + slot as usize] = en[l];
-                    }
-                }
-            }
-            (off, nskel)
+            (skeleton_offsets(space).0, nskel)
         } else {
             (space.restriction().offsets().to_vec(), space.num_dofs())
         };
@@ -1297,21 +1310,6 @@ impl<T: GpuReal> GpuBp<T> {
 mod tests {
     use super::*;
 
-    /// The compact skeleton offsets of a space numbered interior-last.
-    fn skeleton_offsets(space: &H1Space) -> (Vec<u32>, usize) {
-        let (table, nsk) = skeleton_table(space.order() + 1);
-        let r = space.restriction();
-        let mut off = vec![0u32; r.num_elem() * nsk];
-        for e in 0..r.num_elem() {
-            for (l, &slot) in table.iter().enumerate() {
-                if slot != u16::MAX {
-                    off[e * nsk + slot as usize] = r.elem(e)[l];
-                }
-            }
-        }
-        (off, nsk)
-    }
-
     #[test]
     fn owner_schedule_partitions_the_skeleton_and_lists_every_other_owner() {
         use ferrofem_mesh::{generate_box, BoxSpec};
@@ -1362,6 +1360,16 @@ mod tests {
         off.swap(0, last);
         assert!(matches!(
             owner_schedule(&off, nsk, nskel, 1),
+            Err(GpuError::Unsupported(_))
+        ));
+        // and so are empty groups or ragged rows, with an error rather than a panic
+        let (off, nsk) = skeleton_offsets(&space);
+        assert!(matches!(
+            owner_schedule(&off, nsk, nskel, 0),
+            Err(GpuError::Unsupported(_))
+        ));
+        assert!(matches!(
+            owner_schedule(&off[1..], nsk, nskel, 1),
             Err(GpuError::Unsupported(_))
         ));
     }
