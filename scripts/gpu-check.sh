@@ -261,6 +261,29 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v14)
+    # v9 (sixth session): on-the-fly geometry. BP1 with det J a quadratic along each column
+    # of points; caps and block shapes of all three on the fly (never scanned since v5);
+    # the stored defaults of the same build for reference
+    O="--backend cuda --geo otf"
+    bench bp1 $O --order 3..8 --kernel pencil,registers --min-blocks 0,8,10,12
+    bench bp1 $O --order 3,5,7 --kernel registers --elems-per-block 1,2,3,4 --min-blocks 0,10
+    bench bp1 $O --order 1,2 --kernel pencil,registers
+    bench bp3.5 $O --order 3..8 --elems-per-block 1,2 --min-blocks 0,4,5
+    bench bp3 $O --order 3..8 --elems-per-block 1,2 --min-blocks 0,4
+    for bp in bp1 bp3 bp3.5; do bench $bp $O --order 7 --precision f32; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --geo stored --order 3,7; done
+    if command -v ncu >/dev/null; then
+      S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis"
+      for c in "bp1 7 --kernel registers" "bp3.5 7"; do
+        set -- $c
+        ncu --clock-control none -k regex:bp_apply -c 1 $S "$BIN/ferrofem" bench $1 --order $2 "${@:3}" --backend cuda --geo otf \
+            --reps 1 --warmup 0 > "$OUT/ncu-$1-p$2-otf.txt" 2>&1
+        echo "== ncu $1 p=$2 otf"
+        grep -E "DRAM Throughput|L1/TEX Cache|L2 Cache Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|Compute \(SM\)|Block Limit|Issue Slots|highest-utilized|Stall" "$OUT/ncu-$1-p$2-otf.txt" | head -30
+      done
+    fi
+    ;;
   final6)
     # the fifth session's figures of the (unchanged) tuned defaults on the owner-ordered
     # skeleton numbering, from one build

@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz] [chunk=N] [epb=N] [minb=N] [ptx]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz] [chunk=N] [otf] [epb=N] [minb=N] [ptx]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -65,6 +65,9 @@ fn main() {
         let p: usize = args[1].parse().expect("order");
         let mut cfg = BpConfig::new(kind);
         cfg.interior_last = true;
+        if has("otf") {
+            cfg.geo = ferrofem_cuda::bp::GeoMode::OnTheFly;
+        }
         cfg.register_columns = has("registers");
         cfg.persistent = has("persistent");
         cfg.direct_geometry = has("direct");

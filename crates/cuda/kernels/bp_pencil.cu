@@ -287,6 +287,33 @@ __device__ __forceinline__ ColumnMap column_map(const real* sv, real xi, real et
     return m;
 }
 
+// det J along the column is a quadratic in z: det = C2 . ((P0 + z P1) x (R0 + z R1)).
+// Its coefficients times `scale` (the column's two quadrature weights), so that BP1 needs
+// only w_z (d0 + z (d1 + z d2)) per point.
+struct DetPoly { real d0, d1, d2; };
+
+__device__ __forceinline__ real cross_c(const real* x, const real* y, int d) {
+    const int d1 = (d + 1) % 3, d2 = (d + 2) % 3;
+    return x[d1] * y[d2] - x[d2] * y[d1];
+}
+
+__device__ __forceinline__ DetPoly column_det(const real* sv, real xi, real eta, real scale) {
+    const ColumnMap m = column_map(sv, xi, eta);
+    DetPoly p = {0, 0, 0};
+#pragma unroll
+    for (int d = 0; d < 3; d++) {
+        p.d0 += m.C2[d] * cross_c(m.P0, m.R0, d);
+        p.d1 += m.C2[d] * (cross_c(m.P0, m.R1, d) + cross_c(m.P1, m.R0, d));
+        p.d2 += m.C2[d] * cross_c(m.P1, m.R1, d);
+    }
+    p.d0 *= scale;
+    p.d1 *= scale;
+    p.d2 *= scale;
+    return p;
+}
+
+__device__ __forceinline__ real det_at(const DetPoly& p, real z) { return p.d0 + z * (p.d1 + z * p.d2); }
+
 __device__ __forceinline__ void column_point(const ColumnMap& m, real z, real w, real* G, real* wdetj) {
     real J[3][3];
 #pragma unroll
@@ -498,7 +525,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int n = 0; n < N; n++) in[n] = sY[b][a][n];
 #if GEO == 1
-            const ColumnMap cm = column_map(sv, cX[a], cX[b]);
+            const DetPoly dp = column_det(sv, cX[a], cX[b], cW[a] * cW[b]);
 #endif
             CONTRACT(cBf, 1, N, Q, in, rx);
 #pragma unroll
@@ -510,9 +537,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 rx[i] *= sG[b * QQ + a * Q + i];
 #endif
 #else
-                real G[6], wdetj;
-                column_point(cm, cX[i], cW[a] * cW[b] * cW[i], G, &wdetj);
-                rx[i] *= wdetj;
+                rx[i] *= cW[i] * det_at(dp, cX[i]);
 #endif
             }
             CONTRACT(cBt, 1, Q, N, rx, out);
@@ -612,7 +637,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
         if (active) {
 #if GEO == 1
-            const ColumnMap cm = column_map(sv, cX[a], cX[b]);
+            const DetPoly dp = column_det(sv, cX[a], cX[b], cW[a] * cW[b]);
 #endif
 #pragma unroll
             for (int q = 0; q < Q; q++) {
@@ -621,9 +646,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #elif GEO == 0
                 rq[q] *= gW[q];
 #else
-                real G[6], wdetj;
-                column_point(cm, cX[q], cW[a] * cW[b] * cW[q], G, &wdetj);
-                rq[q] *= wdetj;
+                rq[q] *= cW[q] * det_at(dp, cX[q]);
 #endif
             }
         }

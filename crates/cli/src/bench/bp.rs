@@ -139,9 +139,10 @@ pub struct BpArgs {
     /// Untimed applications first.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
-    /// Elements per thread block on the GPU (default: chosen from the shape).
-    #[arg(long)]
-    elems_per_block: Option<usize>,
+    /// Elements per thread block on the GPU (default: the tuned choice, else chosen from
+    /// the shape), comma-separated to measure several on one mesh.
+    #[arg(long, value_delimiter = ',')]
+    elems_per_block: Vec<usize>,
     /// GPU kernel design(s), comma-separated: `pencil` (v2, default), `persistent` (v5) or
     /// `slice2d` (v1, the paper's).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelArg::Pencil])]
@@ -150,9 +151,11 @@ pub struct BpArgs {
     /// kernels then compute interior indices) or `natural` (first-touch order).
     #[arg(long, value_enum, default_value_t = Numbering::InteriorLast)]
     numbering: Numbering,
-    /// v2: minimum resident blocks per multiprocessor asked of the compiler (caps registers).
-    #[arg(long)]
-    min_blocks: Option<u32>,
+    /// v2: minimum resident blocks per multiprocessor asked of the compiler (caps
+    /// registers; 0: no cap, overriding the tuned one), comma-separated to measure several
+    /// on one mesh.
+    #[arg(long, value_delimiter = ',')]
+    min_blocks: Vec<u32>,
     /// v2, stored geometry: stage it in shared memory with bulk copies (`shared`), read it
     /// from global memory in the pointwise phase (`direct`), measure both, or use the
     /// measured best per operator and order (`tuned`, with the tuned block shape unless
@@ -343,31 +346,11 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
             })
             .collect();
         let cpu = matches!(backend, Backend::Cpu { .. });
-        let kernels = if cpu {
-            vec![KernelArg::Pencil] // the CPU has one kernel
-        } else {
-            a.kernel.clone()
-        };
-        let zeroings: Vec<Option<ZeroingArg>> = if cpu || a.skeleton_zeroing.is_empty() {
-            vec![None]
-        } else {
-            a.skeleton_zeroing.iter().copied().map(Some).collect()
-        };
-        let chunks: Vec<Option<usize>> = if cpu || a.groups_in_sequence.is_empty() {
-            vec![None]
-        } else {
-            a.groups_in_sequence.iter().copied().map(Some).collect()
-        };
-        for (((&(geo, direct), &kernel), &zeroing), &chunk) in variants
+        for (&(geo, direct), a) in variants
             .iter()
-            .flat_map(|v| kernels.iter().map(move |k| (v, k)))
-            .flat_map(|vk| zeroings.iter().map(move |z| (vk, z)))
-            .flat_map(|vkz| chunks.iter().map(move |c| (vkz, c)))
+            .flat_map(|v| one_per_choice(&a, cpu).into_iter().map(move |a| (v, a)))
         {
-            let mut a = a.clone();
-            a.kernel = vec![kernel];
-            a.skeleton_zeroing = zeroing.into_iter().collect();
-            a.groups_in_sequence = chunk.into_iter().collect();
+            let mut a = a;
             if a.geo_load == GeoLoad::Both {
                 a.geo_load = if direct {
                     GeoLoad::Direct
@@ -401,6 +384,47 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// One set of options per combination of the comma-separated GPU choices (kernel,
+/// skeleton zeroing, groups in sequence, register cap, elements per block), each holding a
+/// single value, so that one mesh serves them all. The CPU has one kernel: its options
+/// carry none of these choices.
+fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
+    fn split<T: Copy>(
+        all: Vec<BpArgs>,
+        values: &[T],
+        set: impl Fn(&mut BpArgs, Vec<T>),
+    ) -> Vec<BpArgs> {
+        let set = &set;
+        all.into_iter()
+            .flat_map(|b| {
+                let mut each: Vec<Vec<T>> = values.iter().map(|&v| vec![v]).collect();
+                if each.is_empty() {
+                    each.push(Vec::new());
+                }
+                each.into_iter().map(move |v| {
+                    let mut c = b.clone();
+                    set(&mut c, v);
+                    c
+                })
+            })
+            .collect()
+    }
+    let mut base = a.clone();
+    if cpu {
+        base.kernel = vec![KernelArg::Pencil];
+        base.skeleton_zeroing.clear();
+        base.groups_in_sequence.clear();
+        base.min_blocks.clear();
+        base.elems_per_block.clear();
+        return vec![base];
+    }
+    let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
+    let all = split(all, &a.skeleton_zeroing, |c, v| c.skeleton_zeroing = v);
+    let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
+    let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
+    split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
 fn emit(r: &BpRecord, a: &BpArgs) -> Result<(), CliError> {
@@ -632,7 +656,7 @@ mod gpu {
                 GeoMode::Stored
             },
             q1d: None,
-            elems_per_block: a.elems_per_block,
+            elems_per_block: a.elems_per_block.first().copied(),
             variant: match kernel {
                 KernelArg::Pencil | KernelArg::Persistent | KernelArg::Registers => {
                     ferrofem_cuda::bp::Variant::Pencil
@@ -640,7 +664,7 @@ mod gpu {
                 KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
             },
             interior_last: kernel != KernelArg::Slice2d && prob.space.skeleton_nodes().is_some(),
-            min_blocks: a.min_blocks,
+            min_blocks: a.min_blocks.first().copied().filter(|&m| m > 0),
             direct_geometry: a.geo_load == GeoLoad::Direct && geo == GeometryMode::Stored,
             persistent: kernel == KernelArg::Persistent,
             register_columns: kernel == KernelArg::Registers,
@@ -655,8 +679,11 @@ mod gpu {
             cfg.direct_geometry = t.direct_geometry;
             cfg.persistent = t.persistent;
             cfg.register_columns = t.register_columns;
-            cfg.min_blocks = a.min_blocks.or(t.min_blocks);
-            cfg.elems_per_block = a.elems_per_block.or(t.elems_per_block);
+            cfg.min_blocks = match a.min_blocks.first() {
+                Some(&m) => Some(m).filter(|&m| m > 0),
+                None => t.min_blocks,
+            };
+            cfg.elems_per_block = cfg.elems_per_block.or(t.elems_per_block);
             cfg.geo_prefetch = t.geo_prefetch;
             cfg.skeleton_zeroing = t.skeleton_zeroing;
             cfg.groups_in_sequence = t.groups_in_sequence;
