@@ -261,14 +261,18 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
-  v14)
+  v14a)
     # v9 (sixth session): on-the-fly geometry. BP1 with det J a quadratic along each column
-    # of points; caps and block shapes of all three on the fly (never scanned since v5);
-    # the stored defaults of the same build for reference
+    # of points; caps and block shapes of all three on the fly (never scanned since v5),
+    # and the stored defaults of the same build for reference (two parts: v14a BP1, v14b the
+    # rest, each within one device call)
     O="--backend cuda --geo otf"
     bench bp1 $O --order 3..8 --kernel pencil,registers --min-blocks 0,8,10,12
     bench bp1 $O --order 3,5,7 --kernel registers --elems-per-block 1,2,3,4 --min-blocks 0,10
     bench bp1 $O --order 1,2 --kernel pencil,registers
+    ;;
+  v14b)
+    O="--backend cuda --geo otf"
     bench bp3.5 $O --order 3..8 --elems-per-block 1,2 --min-blocks 0,4,5
     bench bp3 $O --order 3..8 --elems-per-block 1,2 --min-blocks 0,4
     for bp in bp1 bp3 bp3.5; do bench $bp $O --order 7 --precision f32; done
