@@ -279,7 +279,7 @@ case "$MODE" in
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --geo stored --order 3,7; done
     if command -v ncu >/dev/null; then
       S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis"
-      for c in "bp1 7 --kernel registers" "bp3.5 7"; do
+      for c in "bp1 7 --kernel registers --min-blocks 12" "bp3.5 7"; do
         set -- $c
         ncu --clock-control none -k regex:bp_apply -c 1 $S "$BIN/ferrofem" bench $1 --order $2 "${@:3}" --backend cuda --geo otf \
             --reps 1 --warmup 0 > "$OUT/ncu-$1-p$2-otf.txt" 2>&1
@@ -287,6 +287,20 @@ case "$MODE" in
         grep -E "DRAM Throughput|L1/TEX Cache|L2 Cache Throughput|Duration|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|Compute \(SM\)|Block Limit|Issue Slots|highest-utilized|Stall" "$OUT/ncu-$1-p$2-otf.txt" | head -30
       done
     fi
+    ;;
+  v15)
+    # BP3.5 / BP3 on the fly with the shape heuristic's elements per block (v14 forced 1, 2)
+    bench bp3.5 --backend cuda --geo otf --order 3..5 --elems-per-block 3,5,8
+    bench bp3 --backend cuda --geo otf --order 3,4 --elems-per-block 3,5
+    # the tuned defaults, stored and on the fly, from one build; f32 on the fly at p = 7
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo all; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo otf --precision f32; done
+    bench bp3.5 --backend cuda --order 7 --geo all --solve 1e-8 --alpha 1
+    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" \
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 6"; do
+      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
+      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
+    done
     ;;
   final6)
     # the fifth session's figures of the (unchanged) tuned defaults on the owner-ordered

@@ -20,7 +20,7 @@ use crate::solve::{
 use crate::PipelineError;
 use ferrofem_base::{CellType, Real};
 use ferrofem_cuda::blas::GpuBlas;
-use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
+use ferrofem_cuda::bp::{BpConfig, GpuBp};
 use ferrofem_cuda::krylov::{Constrained, GpuKrylov, GpuLinearOperator};
 use ferrofem_cuda::residual::{Aux, GpuResidual, ResidualConfig};
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
@@ -160,11 +160,12 @@ fn run<G: GpuReal>(
     }
     let (gop, scale, label) = if ct == CellType::Hexahedron && o.kind == ProblemKind::Poisson {
         let q1d = rule.rule_1d.as_ref().map(|r| r.len());
-        // the benchmarks' tuned kernel for this order, on the space's own numbering; its
-        // register caps were measured for p + 2 points on interior-last numbering (natural
-        // numbering holds more indices and spills under them), so otherwise it runs uncapped
+        // the benchmarks' fastest kernel and geometry for this order, on the space's own
+        // numbering; its register caps were measured for p + 2 points on interior-last
+        // numbering (natural numbering holds more indices and spills under them), so
+        // otherwise it runs uncapped
         let p = space.order();
-        let mut cfg = BpConfig::tuned(TensorKind::Diffusion { alpha: 0.0 }, GeoMode::Stored, p);
+        let mut cfg = BpConfig::fastest(TensorKind::Diffusion { alpha: 0.0 }, p);
         cfg.q1d = q1d;
         cfg.interior_last = space.skeleton_nodes().is_some();
         if q1d.is_some_and(|q| q != p + 2) || !cfg.interior_last {

@@ -93,6 +93,14 @@ fn gpu_solves_reach_the_cpu_discrete_solution() {
         DirichletSpec::default(),
         &dev,
     );
+    // p = 6: the fastest BP3 kernel there computes the geometry on the fly
+    check(
+        &b("hex:3x3x3,perturb=0.2,seed=2"),
+        ProblemKind::Poisson,
+        6,
+        DirichletSpec::default(),
+        &dev,
+    );
     check(
         &b("tri:24x24,perturb=0.2,seed=2"),
         ProblemKind::PoissonVarcoef,

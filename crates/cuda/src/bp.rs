@@ -175,7 +175,8 @@ pub struct BpConfig {
 impl BpConfig {
     /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
     /// `p` (notes/gpu-bp.md, v4, v5, the third session's v6 and occupancy scans, and the
-    /// fourth session's scans of the even-odd kernels):
+    /// fourth session's scans of the even-odd kernels; on the fly, the sixth session's v14
+    /// scan):
     /// kernels on an interior-last space; v2 with bulk-copied stored geometry unless the
     /// measurements chose the persistent v5 kernel, the register-column v6 kernel (BP1), or
     /// direct geometry loads with registers capped for occupancy (`min_blocks`).
@@ -204,7 +205,15 @@ impl BpConfig {
                 }
                 _ => {}
             },
-            TensorKind::Mass => {}
+            // on the fly (sixth session's v14 scan): register columns, caps spill-free
+            TensorKind::Mass => {
+                c.register_columns = true;
+                c.min_blocks = match p {
+                    3..=6 | 8 => Some(8),
+                    7 => Some(10),
+                    _ => None,
+                };
+            }
             // with a mass term (screened), the caps one notch lower keep it from spilling
             TensorKind::Diffusion { alpha } if stored => {
                 let screened = alpha != 0.0;
@@ -218,7 +227,13 @@ impl BpConfig {
                     _ => {}
                 }
             }
-            TensorKind::Diffusion { .. } => {}
+            TensorKind::Diffusion { .. } => {
+                c.elems_per_block = match p {
+                    3 | 5..=8 => Some(1),
+                    4 => Some(2),
+                    _ => None,
+                };
+            }
             TensorKind::CollocatedDiffusion { alpha } if stored => match p {
                 1 => c.persistent = true,
                 3 => direct(&mut c, 8),
@@ -235,9 +250,42 @@ impl BpConfig {
                 }
                 _ => {}
             },
-            TensorKind::CollocatedDiffusion { .. } => c.persistent = p == 3,
+            TensorKind::CollocatedDiffusion { .. } => match p {
+                3 => c.persistent = true,
+                4 | 6 | 7 => c.elems_per_block = Some(1),
+                5 => c.elems_per_block = Some(2),
+                8 => {
+                    c.elems_per_block = Some(1);
+                    c.min_blocks = Some(5);
+                }
+                _ => {}
+            },
         }
         c
+    }
+
+    /// The geometry variant measured fastest for `kind` at order `p` (H200, f64, ~4e7
+    /// DoFs, the sixth session's v14 scan against the stored defaults of the same build):
+    /// on the fly for BP3.5 at p = 3, 4, 6, 7, 8 and for BP3 at p = 5, 6, stored factors
+    /// otherwise (BP1 at every order: its on-the-fly kernel issues more instructions than
+    /// the stored one waits on bytes).
+    pub fn fastest_geometry(kind: TensorKind, p: usize) -> GeoMode {
+        let otf = match kind {
+            TensorKind::Mass => false,
+            TensorKind::Diffusion { .. } => matches!(p, 5 | 6),
+            TensorKind::CollocatedDiffusion { .. } => matches!(p, 3 | 4 | 6..=8),
+        };
+        if otf {
+            GeoMode::OnTheFly
+        } else {
+            GeoMode::Stored
+        }
+    }
+
+    /// [`BpConfig::tuned`] with the [`BpConfig::fastest_geometry`] for `kind` and `p`: what
+    /// the solvers use when nothing else is asked.
+    pub fn fastest(kind: TensorKind, p: usize) -> BpConfig {
+        BpConfig::tuned(kind, BpConfig::fastest_geometry(kind, p), p)
     }
 
     /// Defaults for `kind`: stored geometry, default quadrature.
