@@ -302,6 +302,13 @@ case "$MODE" in
       "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
     done
     ;;
+  final7)
+    # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
+    bench bp3.5 --backend cuda --order 3..8 --geo otf
+    bench bp3 --backend cuda --order 3,5,6 --geo otf
+    echo "== ferrofem solve --backend cuda --problem poisson --box hex:24x24x24 --order 5 --solver pcg"
+    "$BIN/ferrofem" solve --backend cuda --problem poisson --box hex:24x24x24 --order 5 --solver pcg 2>&1 | tail -6
+    ;;
   final6)
     # the fifth session's figures of the (unchanged) tuned defaults on the owner-ordered
     # skeleton numbering, from one build

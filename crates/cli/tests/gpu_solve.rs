@@ -79,7 +79,20 @@ fn check_with(
         "GPU and CPU discrete solutions differ by {:e}",
         num / den
     );
-    assert!((gpu.report.errors.l2 - cpu.report.errors.l2).abs() <= 1e-6 * cpu.report.errors.l2);
+    // the two errors differ by at most the L2 norm of the difference of the two discrete
+    // solutions (triangle inequality), which the nodal relative difference bounds up to a
+    // mesh constant (10 here); where the discretisation error is itself near round-off
+    // (high orders) that term, not the first, is what remains
+    let (e, u_norm) = (
+        &cpu.report.errors,
+        cpu.report.errors.l2 / cpu.report.errors.l2_rel,
+    );
+    assert!(
+        (gpu.report.errors.l2 - e.l2).abs() <= 1e-6 * e.l2 + 10.0 * (num / den) * u_norm,
+        "L2 errors {:e} (gpu) and {:e} (cpu)",
+        gpu.report.errors.l2,
+        e.l2
+    );
 }
 
 #[test]

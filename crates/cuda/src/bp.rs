@@ -228,11 +228,9 @@ impl BpConfig {
                 }
             }
             TensorKind::Diffusion { .. } => {
-                c.elems_per_block = match p {
-                    3 | 5..=8 => Some(1),
-                    4 => Some(2),
-                    _ => None,
-                };
+                if (5..=8).contains(&p) {
+                    c.elems_per_block = Some(1);
+                }
             }
             TensorKind::CollocatedDiffusion { alpha } if stored => match p {
                 1 => c.persistent = true,
@@ -251,9 +249,11 @@ impl BpConfig {
                 _ => {}
             },
             TensorKind::CollocatedDiffusion { .. } => match p {
-                3 => c.persistent = true,
-                4 | 6 | 7 => c.elems_per_block = Some(1),
-                5 => c.elems_per_block = Some(2),
+                3 => {
+                    c.persistent = true;
+                    c.elems_per_block = Some(2);
+                }
+                6 | 7 => c.elems_per_block = Some(1),
                 8 => {
                     c.elems_per_block = Some(1);
                     c.min_blocks = Some(5);
@@ -265,15 +265,15 @@ impl BpConfig {
     }
 
     /// The geometry variant measured fastest for `kind` at order `p` (H200, f64, ~4e7
-    /// DoFs, the sixth session's v14 scan against the stored defaults of the same build):
-    /// on the fly for BP3.5 at p = 3, 4, 6, 7, 8 and for BP3 at p = 5, 6, stored factors
+    /// DoFs, the sixth session's v14 and v15 scans against the stored defaults of the same
+    /// build): on the fly for BP3.5 at p = 3..8 and for BP3 at p = 3, 5, 6; stored factors
     /// otherwise (BP1 at every order: its on-the-fly kernel issues more instructions than
-    /// the stored one waits on bytes).
+    /// the stored one waits on bytes; BP3 at p = 4, 7, 8; p = 1, 2 were not compared).
     pub fn fastest_geometry(kind: TensorKind, p: usize) -> GeoMode {
         let otf = match kind {
             TensorKind::Mass => false,
-            TensorKind::Diffusion { .. } => matches!(p, 5 | 6),
-            TensorKind::CollocatedDiffusion { .. } => matches!(p, 3 | 4 | 6..=8),
+            TensorKind::Diffusion { .. } => matches!(p, 3 | 5 | 6),
+            TensorKind::CollocatedDiffusion { .. } => (3..=8).contains(&p),
         };
         if otf {
             GeoMode::OnTheFly
