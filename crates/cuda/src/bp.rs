@@ -176,7 +176,7 @@ impl BpConfig {
     /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
     /// `p` (notes/gpu-bp.md, v4, v5, the third session's v6 and occupancy scans, and the
     /// fourth session's scans of the even-odd kernels; on the fly, the sixth session's v14
-    /// scan):
+    /// and v15 scans):
     /// kernels on an interior-last space; v2 with bulk-copied stored geometry unless the
     /// measurements chose the persistent v5 kernel, the register-column v6 kernel (BP1), or
     /// direct geometry loads with registers capped for occupancy (`min_blocks`).
@@ -205,7 +205,7 @@ impl BpConfig {
                 }
                 _ => {}
             },
-            // on the fly (sixth session's v14 scan): register columns, caps spill-free
+            // on the fly (sixth session's v14 scan): register columns, spill-free caps
             TensorKind::Mass => {
                 c.register_columns = true;
                 c.min_blocks = match p {
