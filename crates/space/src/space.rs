@@ -68,6 +68,13 @@ impl H1Space {
     /// contiguous range, which lets a GPU kernel zero them itself just before the first
     /// accumulation (and keeps an element's nodes close together in memory).
     pub fn interior_last(&self) -> H1Space {
+        self.interior_last_with_map().0
+    }
+
+    /// [`H1Space::interior_last`] and the renumbering itself: `new_of[old]` is the new
+    /// number of node `old`, so that callers holding vectors in this space's numbering can
+    /// carry them into the renumbered space and back.
+    pub fn interior_last_with_map(&self) -> (H1Space, Vec<u32>) {
         let el = &self.element;
         let d = el.dim();
         let interior_local: Vec<usize> = (0..el.num_nodes())
@@ -115,7 +122,7 @@ impl H1Space {
             coords[new as usize * d..(new as usize + 1) * d]
                 .copy_from_slice(&self.node_coords[old * d..(old + 1) * d]);
         }
-        H1Space {
+        let space = H1Space {
             element: el.clone(),
             ncomp: self.ncomp,
             restriction: ElemRestriction::new(r.elem_size(), self.ncomp, nn, offsets),
@@ -123,7 +130,8 @@ impl H1Space {
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes: Some(nskel),
-        }
+        };
+        (space, new_of)
     }
 
     /// For a space numbered by [`H1Space::interior_last`], the number of skeleton nodes.

@@ -326,7 +326,25 @@ fn interior_last_numbering_is_a_consistent_permutation() {
         let mesh = permute_cells(&boxmesh(&spec(ct, n, ",perturb=0.2,seed=4")), 5);
         for p in 1..=4 {
             let s = H1Space::new(&mesh, p, 1).unwrap();
-            let t = s.interior_last();
+            let (t, new_of) = s.interior_last_with_map();
+            assert_eq!(
+                t.restriction().offsets(),
+                s.interior_last().restriction().offsets()
+            );
+            // the map carries every element's nodes (and coordinates) to the new numbering
+            // and is a permutation
+            for (o, &nw) in s
+                .restriction()
+                .offsets()
+                .iter()
+                .zip(t.restriction().offsets())
+            {
+                assert_eq!(new_of[*o as usize], nw, "{ct} p={p}");
+                assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
+            }
+            let mut seen = vec![false; new_of.len()];
+            new_of.iter().for_each(|&n| seen[n as usize] = true);
+            assert!(seen.iter().all(|&b| b), "{ct} p={p}: not a permutation");
             let nskel = t.skeleton_nodes().unwrap();
             let el = t.element();
             let interior: Vec<usize> = (0..el.num_nodes())
