@@ -309,6 +309,16 @@ case "$MODE" in
     echo "== ferrofem solve --backend cuda --problem poisson --box hex:24x24x24 --order 5 --solver pcg"
     "$BIN/ferrofem" solve --backend cuda --problem poisson --box hex:24x24x24 --order 5 --solver pcg 2>&1 | tail -6
     ;;
+  solves8)
+    # the hexahedral GPU solve on interior-last numbering (renumbered in and out), with the
+    # benchmarks' fastest kernels: stored at Q7, on the fly at Q5, Q6
+    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 6" \
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"; do
+      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
+      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
+    done
+    ;;
   final6)
     # the fifth session's figures of the (unchanged) tuned defaults on the owner-ordered
     # skeleton numbering, from one build

@@ -153,29 +153,27 @@ fn run<G: GpuReal>(
     let o = &problem.options;
     let dim = mesh.dim();
     let conv = |v: &[f64]| v.iter().map(|&x| G::of(x)).collect::<Vec<G>>();
-    let (bd, dd) = (conv(b), conv(diag));
     enum Op<G: GpuReal> {
         Bp(GpuBp<G>),
         Res(GpuResidual<G>),
     }
+    // where the GPU operator numbers the nodes differently: new_of[old]
+    let mut renumbered: Option<Vec<u32>> = None;
     let (gop, scale, label) = if ct == CellType::Hexahedron && o.kind == ProblemKind::Poisson {
         let q1d = rule.rule_1d.as_ref().map(|r| r.len());
-        // the benchmarks' fastest kernel and geometry for this order, on the space's own
-        // numbering; its register caps were measured for p + 2 points on interior-last
-        // numbering (natural numbering holds more indices and spills under them), so
-        // otherwise it runs uncapped
+        // the benchmarks' fastest kernel and geometry for this order, on the numbering they
+        // were measured on (interior-last: the solve carries its vectors there and back);
+        // the register caps were measured for p + 2 points, so other rules run uncapped
         let p = space.order();
+        let (il, new_of) = space.interior_last_with_map();
         let mut cfg = BpConfig::fastest(TensorKind::Diffusion { alpha: 0.0 }, p);
         cfg.q1d = q1d;
-        cfg.interior_last = space.skeleton_nodes().is_some();
-        if q1d.is_some_and(|q| q != p + 2) || !cfg.interior_last {
+        if q1d.is_some_and(|q| q != p + 2) {
             cfg.min_blocks = None;
         }
-        (
-            Op::Bp(GpuBp::<G>::new(dev, mesh, space, cfg).map_err(ge)?),
-            o.kappa,
-            "BP3 sum-factorised diffusion kernel",
-        )
+        let op = GpuBp::<G>::new(dev, mesh, &il, cfg).map_err(ge)?;
+        renumbered = Some(new_of);
+        (Op::Bp(op), o.kappa, "BP3 sum-factorised diffusion kernel")
     } else if ct.is_simplex() {
         let err = |e: ferrofem_physics::PhysicsError| PipelineError::Unsupported(e.to_string());
         let cuda = match o.kind {
@@ -231,7 +229,26 @@ fn run<G: GpuReal>(
             ct
         )));
     };
-    let dofs = &problem.dirichlet_dofs;
+    // the right-hand side, the diagonal and the constrained dofs in the operator's numbering
+    let (bd, dd, dofs) = match &renumbered {
+        Some(new_of) => {
+            let forward = |v: &[f64]| {
+                let mut out = vec![0.0; v.len()];
+                for (old, &x) in v.iter().enumerate() {
+                    out[new_of[old] as usize] = x;
+                }
+                conv(&out)
+            };
+            let dofs: Vec<u32> = problem
+                .dirichlet_dofs
+                .iter()
+                .map(|&d| new_of[d as usize])
+                .collect();
+            (forward(b), forward(diag), dofs)
+        }
+        None => (conv(b), conv(diag), problem.dirichlet_dofs.clone()),
+    };
+    let dofs = &dofs;
     let db = DeviceVec::from_host(dev, &bd, "right-hand side").map_err(ge)?;
     let mut dx = DeviceVec::<G>::zeros(dev, b.len(), "solution").map_err(ge)?;
     let opts = SolveOptions {
@@ -282,12 +299,15 @@ fn run<G: GpuReal>(
     };
     dev.synchronize().map_err(ge)?;
     let solve_s = t.elapsed().as_secs_f64();
-    let w: Vec<f64> = dx
+    let mut w: Vec<f64> = dx
         .to_host()
         .map_err(ge)?
         .iter()
         .map(|x| x.as_f64())
         .collect();
+    if let Some(new_of) = &renumbered {
+        w = new_of.iter().map(|&n| w[n as usize]).collect();
+    }
     let method = format!(
         "GPU ({}): {label}, {}, every vector on the device",
         dev.name(),

@@ -1012,7 +1012,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     ..t
                 };
                 v.push((plain, p, false));
-                // and on a naturally numbered space, uncapped (`ferrofem solve --backend cuda`)
+                // and on a naturally numbered space, uncapped (a library caller with its own
+                // numbering; `ferrofem solve --backend cuda` renumbers interior-last)
                 if geo == GeoMode::Stored {
                     let natural = BpConfig {
                         interior_last: false,
