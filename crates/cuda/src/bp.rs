@@ -269,6 +269,8 @@ impl BpConfig {
     /// build): on the fly for BP3.5 at p = 3..8 and for BP3 at p = 3, 5, 6; stored factors
     /// otherwise (BP1 at every order: its on-the-fly kernel issues more instructions than
     /// the stored one waits on bytes; BP3 at p = 4, 7, 8; p = 1, 2 were not compared).
+    /// The screened kinds (`alpha != 0`) follow their unscreened ones; of them only the
+    /// screened BP3.5 at p = 7 was compared (on the fly faster, the full-BP solve).
     pub fn fastest_geometry(kind: TensorKind, p: usize) -> GeoMode {
         let otf = match kind {
             TensorKind::Mass => false,
