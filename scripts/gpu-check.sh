@@ -302,6 +302,16 @@ case "$MODE" in
       "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
     done
     ;;
+  v16)
+    # v10: the on-the-fly metric by the column's adjugate polynomials, transposed phase in
+    # place (three shared regions): the tuned on-the-fly and stored defaults, caps and shapes
+    for bp in bp3.5 bp3; do bench $bp --backend cuda --order 3..8 --geo all; done
+    bench bp3.5 --backend cuda --geo otf --order 5..8 --min-blocks 0,9
+    bench bp3.5 --backend cuda --geo otf --order 4..8 --elems-per-block 1,2
+    bench bp3 --backend cuda --geo otf --order 3..8 --elems-per-block 1,2
+    for bp in bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo otf --precision f32; done
+    bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

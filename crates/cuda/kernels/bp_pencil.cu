@@ -81,9 +81,9 @@
 // BP1: the input staging (sA) and the y-contraction output (sC) have disjoint lifetimes
 #define NREG 2
 #else
-// BP3 / BP3.5: the fourth region aliases the consumed geometry slot unless it is refilled
-// early (PIPE)
-#define NREG ((TMA_GEO && !PIPE) ? 3 : 4)
+// BP3 / BP3.5: the values, and the x / y derivatives (then fluxes, then their transposed
+// contractions, in place)
+#define NREG 3
 #endif
 #define WORK (NREG * REG + STG + (GEO == 1 ? VREG : 0))
 #define GALL (TMA_GEO ? EPB * GSTRIDE : 0)
@@ -314,15 +314,63 @@ __device__ __forceinline__ DetPoly column_det(const real* sv, real xi, real eta,
 
 __device__ __forceinline__ real det_at(const DetPoly& p, real z) { return p.d0 + z * (p.d1 + z * p.d2); }
 
-__device__ __forceinline__ void column_point(const ColumnMap& m, real z, real w, real* G, real* wdetj) {
-    real J[3][3];
+// 1 / d, correctly rounded, by the reciprocal intrinsics (a hardware estimate and Newton
+// steps) rather than the division subroutine. Both keep a slow path for special operands,
+// which also keeps the compiler from interleaving a whole column's points (an inline
+// estimate with open-coded Newton steps took BP3.5 otf p = 7 from 120 to 230 registers).
+__device__ __forceinline__ double recip_rn(double d) { return __drcp_rn(d); }
+__device__ __forceinline__ float recip_rn(float d) { return __frcp_rn(d); }
+
+// Along the column, the adjugate's rows are the cross products of J's columns
+// c0 = P0 + z P1, c1 = R0 + z R1, c2 = C2: c1 x c2 and c2 x c0 are linear in z, c0 x c1 is
+// quadratic, and det J = c0 . (c1 x c2) is quadratic. Their 24 coefficients are formed once
+// per column; a point then costs 14 multiply-adds for the adjugate and det J instead of 27
+// for J, its cofactors and det J.
+struct ColumnAdj { real A0[3], A1[3], B0[3], B1[3], E0[3], E1[3], E2[3], d0, d1, d2; };
+
+__device__ __forceinline__ ColumnAdj column_adj(const real* sv, real xi, real eta) {
+    const ColumnMap m = column_map(sv, xi, eta);
+    ColumnAdj c;
 #pragma unroll
     for (int d = 0; d < 3; d++) {
-        J[d][0] = m.P0[d] + m.P1[d] * z;
-        J[d][1] = m.R0[d] + m.R1[d] * z;
-        J[d][2] = m.C2[d];
+        c.A0[d] = cross_c(m.R0, m.C2, d);
+        c.A1[d] = cross_c(m.R1, m.C2, d);
+        c.B0[d] = cross_c(m.C2, m.P0, d);
+        c.B1[d] = cross_c(m.C2, m.P1, d);
+        c.E0[d] = cross_c(m.P0, m.R0, d);
+        c.E1[d] = cross_c(m.P0, m.R1, d) + cross_c(m.P1, m.R0, d);
+        c.E2[d] = cross_c(m.P1, m.R1, d);
     }
-    metric_from_jacobian(J, w, G, wdetj);
+    c.d0 = m.P0[0] * c.A0[0] + m.P0[1] * c.A0[1] + m.P0[2] * c.A0[2];
+    c.d1 = m.P0[0] * c.A1[0] + m.P0[1] * c.A1[1] + m.P0[2] * c.A1[2]
+         + m.P1[0] * c.A0[0] + m.P1[1] * c.A0[1] + m.P1[2] * c.A0[2];
+    c.d2 = m.P1[0] * c.A1[0] + m.P1[1] * c.A1[1] + m.P1[2] * c.A1[2];
+    return c;
+}
+
+// The flux w det(J) J^{-1} J^{-T} g at height z of the column, without forming the six
+// factors: with adj J (rows r_k) and J^{-1} = adj J / det, flux_k = r_k . t with
+// t = (w / det) adj(J)^T g: 21 multiply-adds instead of 24 for the factors and 9 for
+// applying them. Also w det J (the mass term).
+__device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, const real g[3],
+                                            real flux[3], real* wdetj) {
+    real r0[3], r1[3], r2[3];
+#pragma unroll
+    for (int d = 0; d < 3; d++) {
+        r0[d] = c.A0[d] + z * c.A1[d];
+        r1[d] = c.B0[d] + z * c.B1[d];
+        r2[d] = c.E0[d] + z * (c.E1[d] + z * c.E2[d]);
+    }
+    const real det = c.d0 + z * (c.d1 + z * c.d2);
+    *wdetj = w * det;
+    const real s = w * recip_rn(det);
+    const real g0 = s * g[0], g1 = s * g[1], g2 = s * g[2];
+    real t[3];
+#pragma unroll
+    for (int i = 0; i < 3; i++) t[i] = r0[i] * g0 + r1[i] * g1 + r2[i] * g2;
+    flux[0] = r0[0] * t[0] + r0[1] * t[1] + r0[2] * t[2];
+    flux[1] = r1[0] * t[0] + r1[1] * t[1] + r1[2] * t[2];
+    flux[2] = r2[0] * t[0] + r2[1] * t[1] + r2[2] * t[2];
 }
 #endif
 
@@ -373,11 +421,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real* R1 = work + REG;
 #if OP != 1
     real* R2 = work + 2 * REG;
-#if NREG == 4
-    real* R3 = work + 3 * REG;
-#else
-    real* R3 = smem + le * GSTRIDE;   // the element's geometry slot, once consumed
-#endif
 #endif
 #if PIPE
     real (*sIn)[N][PADN] = (real (*)[N][PADN])(work + NREG * REG);
@@ -654,7 +697,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // =============== BP3 / BP3.5: gradient, metric, transposed gradient ================
         // on the Q^3 points with the collocated derivative cDf (Q x Q); regions: sU the
         // values (R0, or the input for BP3.5), sR (R1) and sS (R2) the x / y derivatives and
-        // then the fluxes, sX (R0) and sV (R3) the transposed x / y contractions
+        // then the fluxes and, in place, their transposed x / y contractions
 #if OP == 3
         real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])R0;
         if (active) {
@@ -665,8 +708,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
         real (*sR)[Q][PADQ] = (real (*)[Q][PADQ])R1;
         real (*sS)[Q][PADQ] = (real (*)[Q][PADQ])R2;
-        real (*sX)[Q][PADQ] = (real (*)[Q][PADQ])R0;
-        real (*sV)[Q][PADQ] = (real (*)[Q][PADQ])R3;
         // x-pencil (y=a, z=b) -> sR: d/dx;  y-pencil (x=a, z=b) -> sS: d/dy
         if (active) {
             real row[Q], col[Q];
@@ -691,30 +732,37 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real rt[Q], rm[Q];
         if (active) {
 #if GEO == 1
-            const ColumnMap cm = column_map(sv, cX[a], cX[b]);
+            const ColumnAdj cm = column_adj(sv, cX[a], cX[b]);
 #endif
             CONTRACT(cDf, -1, Q, Q, rq, rt);   // rt holds d/dz until the fluxes replace it
 #pragma unroll
             for (int k = 0; k < Q; k++) {
                 const real ut = rt[k];
                 const real ur = sR[k][b][a], us = sS[k][b][a];
-                real G[6], wdetj = 0;
+                real wdetj = 0;
 #if GEO == 0
+                real G[6];
 #pragma unroll
                 for (int c = 0; c < 6; c++) G[c] = sG[c * QQQ + k * QQ + b * Q + a];
                 if (MASS) wdetj = sG[6 * QQQ + k * QQ + b * Q + a];
-#else
-                column_point(cm, cX[k], cW[a] * cW[b] * cW[k], G, &wdetj);
-#endif
                 sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
                 sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
                 rt[k] = G[2] * ur + G[4] * us + G[5] * ut;
+#else
+                const real g[3] = {ur, us, ut};
+                real f[3];
+                column_flux(cm, cX[k], cW[a] * cW[b] * cW[k], g, f, &wdetj);
+                sR[k][b][a] = f[0];
+                sS[k][b][a] = f[1];
+                rt[k] = f[2];
+#endif
                 rm[k] = MASS ? alpha * wdetj * rq[k] : (real)0;
             }
         }
         __syncthreads();
         GEO_REFILL();
-        // transposed: x-pencil rows of sR -> sX, y-pencil columns of sS -> sV
+        // transposed: x-pencil rows of sR and y-pencil columns of sS, each rewritten in
+        // place by the one thread that owns (and has read) it: no third and fourth region
         if (active) {
             real row[Q], col[Q];
 #pragma unroll
@@ -724,8 +772,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             CONTRACT(cDt, -1, Q, Q, col, ty);
 #pragma unroll
             for (int i = 0; i < Q; i++) {
-                sX[b][a][i] = tx[i];
-                sV[b][i][a] = ty[i];
+                sR[b][a][i] = tx[i];
+                sS[b][i][a] = ty[i];
             }
         }
 #if OP == 5
@@ -735,7 +783,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active) {
             CONTRACT(cDt, -1, Q, Q, rt, rq);
 #pragma unroll
-            for (int k = 0; k < Q; k++) rq[k] += sX[k][b][a] + sV[k][b][a] + rm[k];
+            for (int k = 0; k < Q; k++) rq[k] += sR[k][b][a] + sS[k][b][a] + rm[k];
         }
 #endif
 

@@ -476,11 +476,8 @@ fn choose_block(
                 _ => q * q * pad(q),
             };
             let tma = !otf && !cfg.direct_geometry;
-            let nreg = match op {
-                1 => 2,
-                _ if tma && !cfg.persistent => 3,
-                _ => 4,
-            };
+            // BP1: two regions; BP3 / BP3.5: three (transposed phase in place, v10)
+            let nreg = if op == 1 { 2 } else { 3 };
             let stage = if cfg.persistent { n * n * pad(n) } else { 0 };
             let work = nreg * reg + stage + if otf { 24 } else { 0 };
             let geo = if tma { gstride } else { 0 };
