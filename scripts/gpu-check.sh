@@ -312,6 +312,21 @@ case "$MODE" in
     for bp in bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo otf --precision f32; done
     bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
     ;;
+  v17)
+    # after v16 (three shared regions): BP3 stored block shapes and register caps where it
+    # is below 85 % (p = 5, 8) and around the tuned ones elsewhere; the GPU solves with the
+    # new fastest choice (BP3 on the fly at p = 7, 8)
+    bench bp3 --backend cuda --geo stored --order 5 --elems-per-block 1,2,3 --min-blocks 7,8,9
+    bench bp3 --backend cuda --geo stored --order 8 --elems-per-block 1 --min-blocks 4,5,6,7
+    bench bp3 --backend cuda --geo stored --order 3 --elems-per-block 5,8 --min-blocks 8,10
+    bench bp3 --backend cuda --geo stored --order 4 --elems-per-block 3,4 --min-blocks 7,8,9
+    bench bp3 --backend cuda --geo stored --order 6 --elems-per-block 2,3 --min-blocks 6,7
+    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"; do
+      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
+      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
+    done
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

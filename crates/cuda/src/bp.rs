@@ -265,16 +265,18 @@ impl BpConfig {
     }
 
     /// The geometry variant measured fastest for `kind` at order `p` (H200, f64, ~4e7
-    /// DoFs, the sixth session's v14 and v15 scans against the stored defaults of the same
-    /// build): on the fly for BP3.5 at p = 3..8 and for BP3 at p = 3, 5, 6; stored factors
-    /// otherwise (BP1 at every order: its on-the-fly kernel issues more instructions than
-    /// the stored one waits on bytes; BP3 at p = 4, 7, 8; p = 1, 2 were not compared).
-    /// The screened kinds (`alpha != 0`) follow their unscreened ones; of them only the
-    /// screened BP3.5 at p = 7 was compared (on the fly faster, the full-BP solve).
+    /// DoFs, against the stored defaults of the same build): on the fly for BP3.5 at
+    /// p = 3..8 (sixth session, v14 and v15; the seventh's v16 kept it) and for BP3 at
+    /// p = 3, 5, 6, 7, 8 (v16: the metric by the column's adjugate polynomials took p = 7
+    /// and 8 past the stored kernels); stored factors otherwise (BP1 at every order: its
+    /// on-the-fly kernel issues more instructions than the stored one waits on bytes; BP3 at
+    /// p = 4, a tie; p = 1, 2 were not compared). The screened kinds (`alpha != 0`) follow
+    /// their unscreened ones; of them only the screened BP3.5 at p = 7 was compared (on the
+    /// fly faster, the full-BP solve).
     pub fn fastest_geometry(kind: TensorKind, p: usize) -> GeoMode {
         let otf = match kind {
             TensorKind::Mass => false,
-            TensorKind::Diffusion { .. } => matches!(p, 3 | 5 | 6),
+            TensorKind::Diffusion { .. } => matches!(p, 3 | 5..=8),
             TensorKind::CollocatedDiffusion { .. } => (3..=8).contains(&p),
         };
         if otf {
@@ -1117,7 +1119,10 @@ impl<T: GpuReal> GpuBp<T> {
             })
         };
         let func = dev.function(&spec, "bp_apply")?;
-        if dyn_smem > 48 * 1024 {
+        // The opt-in covers static plus dynamic shared memory beyond 48 KiB; the kernel's
+        // few static bytes (the geometry mbarrier) can tip a dynamic size just under it
+        // over, so the limit is raised for any dynamic size (harmless below 48 KiB).
+        if dyn_smem > 0 {
             func.set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 dyn_smem as i32,
