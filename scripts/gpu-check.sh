@@ -327,6 +327,14 @@ case "$MODE" in
       "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
     done
     ;;
+  final8)
+    # the seventh session's build: the reverse-order skeleton fill against the memset on
+    # every stored kernel, the on-the-fly kernels, f32 at p = 7, the full BP
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,memset; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo otf; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo all --precision f32; done
+    bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1 --min-blocks 0,8
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -841,3 +841,16 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, const real* FF_RESTRICT u, real* FF_RESTRICT v, u32 m) {
     for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) v[idx[k]] = u[idx[k]];
 }
+
+// The skeleton fill before an apply (SkeletonZeroing::Host): v[0 .. n) = 0, one contiguous
+// chunk of ZCHUNK values per block, the chunks in reverse order. Blocks are dispatched in
+// increasing index order, so the lowest lines (the skeleton owned by the first element
+// groups, which the apply's first blocks accumulate into) are written last and are still
+// in L2 when the apply starts; a memset writes them first and the atomics read them back
+// from DRAM.
+#define ZCHUNK 2048
+extern "C" __global__ void __launch_bounds__(256) bp_zero_skeleton(real* FF_RESTRICT v, u32 n) {
+    const u32 chunk = gridDim.x - 1 - blockIdx.x;
+    const u32 end = (chunk + 1) * ZCHUNK < n ? (chunk + 1) * ZCHUNK : n;
+    for (u32 i = chunk * ZCHUNK + threadIdx.x; i < end; i += blockDim.x) v[i] = (real)0;
+}

@@ -79,10 +79,14 @@ impl GeoPrefetch {
 /// Who zeroes the skeleton part of the output before the elements accumulate into it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SkeletonZeroing {
-    /// A fill of the skeleton range before the launch: its zeros go to DRAM, and the
-    /// atomics read them back once the lines have left L2.
+    /// A fill of the skeleton range before the launch, in reverse order (v2 kernels), so
+    /// that the lines the first element groups accumulate into are written last and are
+    /// still in L2; the rest of the zeros go to DRAM and the atomics read them back.
     #[default]
     Host,
+    /// The same fill by a memset, in address order (the v2 kernels' fill before the
+    /// seventh session; kept for comparison).
+    Memset,
     /// v8: each thread block zeroes the skeleton nodes its elements own (the nodes whose
     /// lowest-numbered element is theirs, one range under [`H1Space::interior_last`]) and
     /// raises a flag; before accumulating, a block waits for the flags of the (earlier)
@@ -94,7 +98,7 @@ pub enum SkeletonZeroing {
 impl SkeletonZeroing {
     fn code(self) -> u32 {
         match self {
-            SkeletonZeroing::Host => 0,
+            SkeletonZeroing::Host | SkeletonZeroing::Memset => 0,
             SkeletonZeroing::Owner => 1,
         }
     }
@@ -103,6 +107,7 @@ impl SkeletonZeroing {
     pub fn tag(self) -> &'static str {
         match self {
             SkeletonZeroing::Host => "",
+            SkeletonZeroing::Memset => "ms",
             SkeletonZeroing::Owner => "oz",
         }
     }
@@ -221,7 +226,8 @@ impl BpConfig {
                     2 => c.persistent = true,
                     3 | 7 => direct(&mut c, if screened && p == 7 { 6 } else { 8 }),
                     4 => direct(&mut c, 7),
-                    5 => direct(&mut c, if screened { 6 } else { 8 }),
+                    // p = 5: cap 7 after the three-region kernels (v17: 21.6 against 21.2)
+                    5 => direct(&mut c, if screened { 6 } else { 7 }),
                     6 => direct(&mut c, if screened { 5 } else { 6 }),
                     8 => direct(&mut c, if screened { 4 } else { 5 }),
                     _ => {}
@@ -333,6 +339,8 @@ pub struct GpuBp<T: GpuReal> {
     spec: KernelSpec,
     func: CudaFunction,
     ident: CudaFunction,
+    /// The reverse-order skeleton fill (v2 kernels' module), where the host zeroes it.
+    zero_fill: Option<CudaFunction>,
     owners: Option<OwnerState>,
 }
 
@@ -736,7 +744,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "a geometry prefetch needs the v2 kernel with direct stored-geometry loads".into(),
         ));
     }
-    if cfg.skeleton_zeroing != SkeletonZeroing::Host
+    if cfg.skeleton_zeroing == SkeletonZeroing::Owner
         && !(cfg.interior_last && cfg.variant == Variant::Pencil && !cfg.persistent)
     {
         return Err(GpuError::Unsupported(
@@ -982,6 +990,15 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with the memset in address order instead of the reverse-order fill
+                v.push((
+                    BpConfig {
+                        skeleton_zeroing: SkeletonZeroing::Memset,
+                        ..t
+                    },
+                    p,
+                    false,
+                ));
                 // and with the other ways of zeroing the skeleton, where they apply (not
                 // the screened kernels: their tighter caps are tuned for the fill, and the
                 // uncapped screened kernels with owner zeroing are checked above)
@@ -1094,7 +1111,7 @@ impl<T: GpuReal> GpuBp<T> {
         } else {
             (space.restriction().offsets().to_vec(), space.num_dofs())
         };
-        let owners = if cfg.skeleton_zeroing == SkeletonZeroing::Host {
+        let owners = if cfg.skeleton_zeroing != SkeletonZeroing::Owner {
             None
         } else {
             let nsk = skeleton_table(p + 1).1;
@@ -1130,6 +1147,12 @@ impl<T: GpuReal> GpuBp<T> {
             .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
         }
         let ident = dev.function(&spec, "bp_dirichlet_identity")?;
+        let zero_fill =
+            if cfg.variant == Variant::Pencil && cfg.skeleton_zeroing == SkeletonZeroing::Host {
+                Some(dev.function(&spec, "bp_zero_skeleton")?)
+            } else {
+                None
+            };
         let groups = nelem.div_ceil(epb);
         let grid = if cfg.persistent {
             // one wave: as many blocks as can be resident at once
@@ -1202,6 +1225,7 @@ impl<T: GpuReal> GpuBp<T> {
             spec,
             func,
             ident,
+            zero_fill,
             owners,
         })
     }
@@ -1274,7 +1298,7 @@ impl<T: GpuReal> GpuBp<T> {
         // and not here when the kernel's blocks zero what they own
         match (&self.owners, self.cfg.interior_last) {
             (Some(_), _) => {}
-            (None, true) => v.fill_zero_prefix(self.nskel)?,
+            (None, true) => self.zero_skeleton(v)?,
             (None, false) => v.fill_zero()?,
         }
         let n = self.order + 1;
@@ -1323,6 +1347,35 @@ impl<T: GpuReal> GpuBp<T> {
                 source: e,
             })?;
         }
+        Ok(())
+    }
+
+    /// Zeroes the skeleton prefix of `v` before an apply accumulates into it: the v2
+    /// kernels' reverse-order fill (the lines the apply touches first are written last and
+    /// are still in L2), else a memset.
+    fn zero_skeleton(&self, v: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        let Some(f) = &self.zero_fill else {
+            return v.fill_zero_prefix(self.nskel);
+        };
+        let n = self.nskel as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        // ZCHUNK in kernels/bp_pencil.cu
+        const ZCHUNK: u32 = 2048;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(ZCHUNK), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let stream = self.dev.stream();
+        let mut b = stream.launch_builder(f);
+        b.arg(v.slice_mut()).arg(&n);
+        // SAFETY: matches bp_zero_skeleton; v holds at least nskel values (checked by apply).
+        unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
+            kernel: "bp_zero_skeleton".into(),
+            source: e,
+        })?;
         Ok(())
     }
 

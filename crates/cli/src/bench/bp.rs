@@ -79,8 +79,10 @@ pub enum PrefetchArg {
 /// Who zeroes the skeleton of the output (`ferrofem_cuda::bp::SkeletonZeroing`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ZeroingArg {
-    /// A fill of the skeleton range before each launch.
+    /// A fill of the skeleton range before each launch (reverse order, v2 kernels).
     Host,
+    /// The same fill by a memset in address order (for comparison).
+    Memset,
     /// The kernel: each block zeroes the skeleton nodes it owns (v8).
     Owner,
 }
@@ -694,6 +696,7 @@ mod gpu {
         if let Some(&z) = a.skeleton_zeroing.first() {
             cfg.skeleton_zeroing = match z {
                 ZeroingArg::Host => SkeletonZeroing::Host,
+                ZeroingArg::Memset => SkeletonZeroing::Memset,
                 ZeroingArg::Owner => SkeletonZeroing::Owner,
             };
         }
