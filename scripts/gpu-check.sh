@@ -335,6 +335,16 @@ case "$MODE" in
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo all --precision f32; done
     bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1 --min-blocks 0,8
     ;;
+  solves9)
+    # the seventh session's last build: the screened BP3.5 p = 7 on the fly with its cap
+    # (full BP), and the hexahedral GPU solves with BP3 on the fly at Q5..Q7
+    bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
+    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"; do
+      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
+      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
+    done
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -181,7 +181,8 @@ impl BpConfig {
     /// The fastest configuration measured on an H200 for `kind`, geometry `geo` and order
     /// `p` (notes/gpu-bp.md, v4, v5, the third session's v6 and occupancy scans, and the
     /// fourth session's scans of the even-odd kernels; on the fly, the sixth session's v14
-    /// and v15 scans):
+    /// and v15 scans; the seventh session's v16, v17 and final8 runs of the three-region
+    /// kernels):
     /// kernels on an interior-last space; v2 with bulk-copied stored geometry unless the
     /// measurements chose the persistent v5 kernel, the register-column v6 kernel (BP1), or
     /// direct geometry loads with registers capped for occupancy (`min_blocks`).
@@ -254,10 +255,17 @@ impl BpConfig {
                 }
                 _ => {}
             },
-            TensorKind::CollocatedDiffusion { .. } => match p {
+            TensorKind::CollocatedDiffusion { alpha } => match p {
                 3 => {
                     c.persistent = true;
                     c.elems_per_block = Some(2);
+                }
+                // the screened p = 7 of the full BP: 134 registers uncapped, 128 (eight
+                // blocks per SM, no spill) with the cap (seventh session's final8: 59.9
+                // against 54.1 GDOF/s, PCG 19.6 against 19.0 GDOF·it/s)
+                7 if alpha != 0.0 => {
+                    c.elems_per_block = Some(1);
+                    c.min_blocks = Some(8);
                 }
                 6 | 7 => c.elems_per_block = Some(1),
                 8 => {
