@@ -41,6 +41,16 @@ res_p1() {
     done
   done
 }
+# the hexahedral GPU solves of the README's problem: generated box at Q5..Q7, Gmsh mesh
+HEX_SOLVES=("--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5"
+            "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7")
+# `ferrofem solve --backend cuda --problem poisson ARGS --solver pcg` for each ARGS given
+solve_pcg() {
+  for m in "$@"; do
+    echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
+    "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
+  done
+}
 for MODE in "${@:-quick}"; do
 case "$MODE" in
   quick)
@@ -296,11 +306,8 @@ case "$MODE" in
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo all; done
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo otf --precision f32; done
     bench bp3.5 --backend cuda --order 7 --geo all --solve 1e-8 --alpha 1
-    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" \
-             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 6"; do
-      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
-      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
-    done
+    solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" \
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 6"
     ;;
   v16)
     # v10: the on-the-fly metric by the column's adjugate polynomials, transposed phase in
@@ -321,11 +328,7 @@ case "$MODE" in
     bench bp3 --backend cuda --geo stored --order 3 --elems-per-block 5,8 --min-blocks 8,10
     bench bp3 --backend cuda --geo stored --order 4 --elems-per-block 3,4 --min-blocks 7,8,9
     bench bp3 --backend cuda --geo stored --order 6 --elems-per-block 2,3 --min-blocks 6,7
-    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
-             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"; do
-      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
-      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
-    done
+    solve_pcg "${HEX_SOLVES[@]}"
     ;;
   final8)
     # the seventh session's build: the reverse-order skeleton fill against the memset on
@@ -339,28 +342,20 @@ case "$MODE" in
     # the seventh session's last build: the screened BP3.5 p = 7 on the fly with its cap
     # (full BP), and the hexahedral GPU solves with BP3 on the fly at Q5..Q7
     bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
-    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
-             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"; do
-      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
-      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
-    done
+    solve_pcg "${HEX_SOLVES[@]}"
     ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
     bench bp3 --backend cuda --order 3,5,6 --geo otf
-    echo "== ferrofem solve --backend cuda --problem poisson --box hex:24x24x24 --order 5 --solver pcg"
-    "$BIN/ferrofem" solve --backend cuda --problem poisson --box hex:24x24x24 --order 5 --solver pcg 2>&1 | tail -6
+    solve_pcg "--box hex:24x24x24 --order 5"
     ;;
   solves8)
     # the hexahedral GPU solve on interior-last numbering (renumbered in and out), with the
     # benchmarks' fastest kernels: stored at Q7, on the fly at Q5, Q6
-    for m in "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
+    solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 6" "--box hex:24x24x24 --order 5" \
              "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 6" \
-             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"; do
-      echo "== ferrofem solve --backend cuda --problem poisson $m --solver pcg"
-      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
-    done
+             "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"
     ;;
   final6)
     # the fifth session's figures of the (unchanged) tuned defaults on the owner-ordered
@@ -368,10 +363,7 @@ case "$MODE" in
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1..8 --geo stored; done
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo stored --precision f32; done
     bench bp3.5 --backend cuda --order 7 --geo stored --solve 1e-8 --alpha 1
-    for m in "--box hex:24x24x24" "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin"; do
-      echo "== ferrofem solve --backend cuda --problem poisson $m --order 7 --solver pcg"
-      "$BIN/ferrofem" solve --backend cuda --problem poisson $m --order 7 --solver pcg 2>&1 | tail -6
-    done
+    solve_pcg "--box hex:24x24x24 --order 7" "--mesh tests/data/gmsh/box_hex_v41_binary.msh --dirichlet xmin,ymin --order 7"
     ;;
   final5)
     # the fourth session's tuned defaults after the v11 scan, from one build
