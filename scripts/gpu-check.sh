@@ -344,6 +344,12 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  review7)
+    # after the review's mends (kernel names, the fill's chunk from the host): the screened
+    # BP3.5 p = 8 on the fly, now uncapped, in the full BP; the hexahedral solves
+    bench bp3.5 --backend cuda --order 8 --geo otf --solve 1e-8 --alpha 1 --min-blocks 0,4
+    solve_pcg "${HEX_SOLVES[@]}"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

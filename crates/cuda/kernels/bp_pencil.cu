@@ -843,12 +843,14 @@ extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, con
 }
 
 // The skeleton fill before an apply (SkeletonZeroing::Host): v[0 .. n) = 0, one contiguous
-// chunk of ZCHUNK values per block, the chunks in reverse order. Blocks are dispatched in
+// chunk of ZCHUNK values (-D by the host, which sizes the grid by it) per block, the chunks in reverse order. Blocks are dispatched in
 // increasing index order, so the lowest lines (the skeleton owned by the first element
 // groups, which the apply's first blocks accumulate into) are written last and are still
 // in L2 when the apply starts; a memset writes them first and the atomics read them back
 // from DRAM.
-#define ZCHUNK 2048
+#ifndef ZCHUNK
+#error "ZCHUNK (values per block of the skeleton fill) comes from the host"
+#endif
 extern "C" __global__ void __launch_bounds__(256) bp_zero_skeleton(real* FF_RESTRICT v, u32 n) {
     const u32 chunk = gridDim.x - 1 - blockIdx.x;
     const u32 end = (chunk + 1) * ZCHUNK < n ? (chunk + 1) * ZCHUNK : n;

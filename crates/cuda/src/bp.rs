@@ -103,7 +103,17 @@ impl SkeletonZeroing {
         }
     }
 
-    /// Short name in kernel and record labels (empty for the default, `Host`).
+    /// The tag in kernel names: only where the kernel differs (the two fills before the
+    /// launch run the same kernel, which is then compiled once).
+    fn kernel_tag(self) -> &'static str {
+        if self.code() == 0 {
+            ""
+        } else {
+            self.tag()
+        }
+    }
+
+    /// Short name in record labels (empty for the default, `Host`).
     pub fn tag(self) -> &'static str {
         match self {
             SkeletonZeroing::Host => "",
@@ -112,6 +122,9 @@ impl SkeletonZeroing {
         }
     }
 }
+
+/// Values each block of the skeleton fill (`bp_zero_skeleton`) zeroes: one contiguous chunk.
+const ZERO_CHUNK: u32 = 2048;
 
 /// `sep` and `tag`, or nothing for an empty tag: the optional parts of labels.
 pub fn label_part(sep: char, tag: &str) -> String {
@@ -845,7 +858,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             },
             if cfg.direct_geometry { "-direct" } else { "" },
             label_part('-', cfg.geo_prefetch.tag()),
-            label_part('-', cfg.skeleton_zeroing.tag()),
+            label_part('-', cfg.skeleton_zeroing.kernel_tag()),
             if cfg.groups_in_sequence > 1 {
                 format!("c{}", cfg.groups_in_sequence)
             } else {
@@ -879,7 +892,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("EO", cfg.even_odd as u32)
     .define("GEOPF", cfg.geo_prefetch.code())
     .define("ORD", cfg.skeleton_zeroing.code())
-    .define("CHUNK", cfg.groups_in_sequence);
+    .define("CHUNK", cfg.groups_in_sequence)
+    .define("ZCHUNK", ZERO_CHUNK);
     Ok(BpKernel {
         spec,
         q,
@@ -1371,10 +1385,8 @@ impl<T: GpuReal> GpuBp<T> {
         if n == 0 {
             return Ok(());
         }
-        // ZCHUNK in kernels/bp_pencil.cu
-        const ZCHUNK: u32 = 2048;
         let cfg = LaunchConfig {
-            grid_dim: (n.div_ceil(ZCHUNK), 1, 1),
+            grid_dim: (n.div_ceil(ZERO_CHUNK), 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
