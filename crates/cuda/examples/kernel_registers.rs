@@ -85,6 +85,10 @@ fn main() {
         };
         cfg.skeleton_zeroing = if has("oz") {
             SkeletonZeroing::Owner
+        } else if has("la") {
+            SkeletonZeroing::Lookahead
+        } else if has("lal") {
+            SkeletonZeroing::LookaheadLate
         } else {
             SkeletonZeroing::Host
         };

@@ -43,6 +43,13 @@
 // block waits before publishing its own flag, so a waited-on block is always running; a
 // wait that never ends traps (a launch error) instead of hanging. CHUNK > 1 spreads the
 // cost of the flags over several groups.
+// ORD 2 (v12, lookahead): block g zeroes the skeleton owned by group g + ahead (groups
+// below `ahead` are zeroed before the launch), long before that group accumulates, and
+// publishes its flag (release) only after one (LALATE 0) or all (LALATE 1) of its own
+// contraction phases, when the zero stores have long been acknowledged; it reads the flags
+// it needs (its own range's and its other owners') with relaxed loads at its start and,
+// before the scatter, acquires them with one fence where they were already raised, else
+// waits (acquire). No block waits before it publishes, and it only waits for lower groups.
 // Dynamic shared memory: (GALL + EPB * WORK) reals.
 
 #define QQ (Q * Q)
@@ -112,9 +119,20 @@
 #if ORD && (PIPE || !INTLAST)
 #error "ORD (owner zeroing) needs the non-persistent kernel and interior-last numbering"
 #endif
-#if ORD
+#if ORD == 2 && CHUNK != 1
+#error "ORD 2 (lookahead zeroing) runs one element group per block"
+#endif
+#ifndef LALATE
+#define LALATE 0
+#endif
+#if ORD == 2
+#define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
+                   const u32* FF_RESTRICT preds, const u32 epoch, const u32 ahead
+#elif ORD
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
                    const u32* FF_RESTRICT preds, const u32 epoch
+#endif
+#if ORD
 #define NTHREADS (T1D * T1D * EPB)
 #define NO_PRED 0xffffffffu
 __device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
@@ -130,6 +148,40 @@ __device__ __forceinline__ void wait_flag(const u32* flags, u32 g, u32 epoch) {
         __nanosleep(64);
     }
 }
+__device__ __forceinline__ u32 ld_relaxed_u32(const u32* p) {
+    u32 v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+#endif
+#if ORD == 2
+// raise the flag of the group this block zeroed for (release, cumulative over every
+// thread's zero stores through the barriers since)
+#define LA_PUBLISH()                                                                      \
+    do {                                                                                  \
+        if (tid == 0 && grp + ahead < ngroups)                                            \
+            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + grp + ahead), "r"(epoch) : "memory"); \
+    } while (0)
+#if LALATE
+#define ORD_MID() do { } while (0)
+#else
+#define ORD_MID() LA_PUBLISH()
+#endif
+// every flag this block needs: where the relaxed load at the start saw it raised, one
+// acquire fence (the fence pattern of the PTX memory model); else wait (acquire)
+#define ORD_WAIT()                                                                        \
+    do {                                                                                  \
+        if (LALATE) LA_PUBLISH();                                                         \
+        if (p_mine != NO_PRED) {                                                          \
+            if (f_mine == epoch) asm volatile("fence.acq_rel.gpu;" ::: "memory");         \
+            else wait_flag(flags, p_mine, epoch);                                         \
+        }                                                                                 \
+        for (u32 t = pbeg + tid - 1 + NTHREADS; t < pend; t += NTHREADS)                  \
+            if (preds[t] >= ahead) wait_flag(flags, preds[t], epoch);                     \
+    } while (0)
+#define ORD_PUBLISH() do { } while (0)
+#elif ORD
+#define ORD_MID() do { } while (0)
 // every owner's flag: the thread's own (preloaded) first, then any beyond NTHREADS
 #define ORD_WAIT()                                                                        \
     do {                                                                                  \
@@ -149,6 +201,7 @@ __device__ __forceinline__ void wait_flag(const u32* flags, u32 g, u32 epoch) {
 #define ORD_PARAMS
 #define ORD_WAIT() do { } while (0)
 #define ORD_PUBLISH() do { } while (0)
+#define ORD_MID() do { } while (0)
 #endif
 
 // 1-D contraction out = M in for the NO x NI matrix named M. The host generates M (full,
@@ -461,7 +514,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #else
     // a block runs CHUNK element groups one after another (the owner unit of ORD)
     const u32 grp = blockIdx.x;
-#if ORD
+#if ORD == 1
     // zero the skeleton nodes this block's groups own (the lines stay in L2 for the atomics)
     {
         const u32 z1 = own[grp + 1];
@@ -469,6 +522,19 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     }
     const u32 pbeg = pstart[grp], pend = pstart[grp + 1];
     const u32 p_mine = pbeg + tid < pend ? preds[pbeg + tid] : NO_PRED;
+#elif ORD == 2
+    // zero the skeleton owned by the group `ahead` groups on (still in L2 when it comes)
+    if (grp + ahead < ngroups) {
+        const u32 z1 = own[grp + ahead + 1];
+        for (u32 t = own[grp + ahead] + tid; t < z1; t += NTHREADS) v[t] = (real)0;
+    }
+    // thread 0 watches this group's own range, threads 1.. its other owners' (the groups
+    // below `ahead` were zeroed before the launch); relaxed loads now, checked before the
+    // scatter
+    const u32 pbeg = pstart[grp], pend = pstart[grp + 1];
+    u32 p_mine = tid == 0 ? grp : (pbeg + tid - 1 < pend ? preds[pbeg + tid - 1] : NO_PRED);
+    if (p_mine < ahead) p_mine = NO_PRED;
+    const u32 f_mine = p_mine != NO_PRED ? ld_relaxed_u32(flags + p_mine) : epoch;
 #endif
     for (u32 it = 0; it < CHUNK; it++) {
         const u32 g = grp * CHUNK + it;
@@ -559,6 +625,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int q = 0; q < Q; q++) sY[b][q][a] = out[q];
         }
         __syncthreads();
+        ORD_MID();
         // x: pencils (y = a, z = b) into registers, weights, transposed x in place
 #if TMA_GEO
         geometry_wait(&bar, it & 1);
@@ -664,6 +731,9 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int q = 0; q < Q; q++) sC[b][q][a] = out[q];
         }
         __syncthreads();
+#if OP == 1
+        ORD_MID();
+#endif
         // z: columns (x=a, y=b) into registers
         if (active) {
             real in[N];
@@ -723,6 +793,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
         __syncthreads();
+        ORD_MID();
 #if OP == 5
         STAGE_REFILL();
 #endif

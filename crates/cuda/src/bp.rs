@@ -93,6 +93,14 @@ pub enum SkeletonZeroing {
     /// blocks owning the rest of its skeleton. The zeros can meet the atomics in L2: no
     /// fill, no read-back.
     Owner,
+    /// v12: each thread block zeroes the skeleton owned by the element group
+    /// [`BpConfig::zero_ahead`] ahead of its own (the first ones are zeroed before the
+    /// launch), so the zeros wait in L2 for the atomics and the flag is raised long after
+    /// the stores; published after the block's first contraction phases.
+    Lookahead,
+    /// [`SkeletonZeroing::Lookahead`] with the flag published just before the block's
+    /// own wait, as late as possible (for comparison).
+    LookaheadLate,
 }
 
 impl SkeletonZeroing {
@@ -100,7 +108,13 @@ impl SkeletonZeroing {
         match self {
             SkeletonZeroing::Host | SkeletonZeroing::Memset => 0,
             SkeletonZeroing::Owner => 1,
+            SkeletonZeroing::Lookahead | SkeletonZeroing::LookaheadLate => 2,
         }
+    }
+
+    /// Whether the kernel's blocks zero the skeleton (with flags between them).
+    pub fn in_kernel(self) -> bool {
+        self.code() != 0
     }
 
     /// The tag in kernel names: only where the kernel differs (the two fills before the
@@ -119,6 +133,8 @@ impl SkeletonZeroing {
             SkeletonZeroing::Host => "",
             SkeletonZeroing::Memset => "ms",
             SkeletonZeroing::Owner => "oz",
+            SkeletonZeroing::Lookahead => "la",
+            SkeletonZeroing::LookaheadLate => "lal",
         }
     }
 }
@@ -188,6 +204,9 @@ pub struct BpConfig {
     /// group per block). With [`SkeletonZeroing::Owner`] the block is the owner unit, so
     /// more groups per block spread the cost of its flags.
     pub groups_in_sequence: usize,
+    /// With [`SkeletonZeroing::Lookahead`]: how far ahead a block zeroes, in percent of
+    /// the element groups resident on the device at once (0: 100, one wave ahead).
+    pub zero_ahead: u32,
 }
 
 impl BpConfig {
@@ -338,6 +357,7 @@ impl BpConfig {
             geo_prefetch: GeoPrefetch::None,
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
+            zero_ahead: 0,
         }
     }
 }
@@ -377,6 +397,10 @@ struct OwnerState {
     preds: DeviceVec<u32>,
     /// Alternates 1, 2 between launches (every flag is raised in every launch).
     epoch: std::sync::atomic::AtomicU32,
+    /// Lookahead zeroing: how many groups ahead a block zeroes, and the skeleton prefix
+    /// (owned by the first `ahead` groups) zeroed before the launch.
+    ahead: u32,
+    prefill: u32,
 }
 
 /// Who zeroes which skeleton nodes, and whom each element group waits for, in the
@@ -767,11 +791,16 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "a geometry prefetch needs the v2 kernel with direct stored-geometry loads".into(),
         ));
     }
-    if cfg.skeleton_zeroing == SkeletonZeroing::Owner
+    if cfg.skeleton_zeroing.in_kernel()
         && !(cfg.interior_last && cfg.variant == Variant::Pencil && !cfg.persistent)
     {
         return Err(GpuError::Unsupported(
             "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space".into(),
+        ));
+    }
+    if cfg.skeleton_zeroing.code() == 2 && cfg.groups_in_sequence != 1 {
+        return Err(GpuError::Unsupported(
+            "lookahead skeleton zeroing runs one element group per block".into(),
         ));
     }
     if cfg.groups_in_sequence == 0
@@ -892,6 +921,10 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("EO", cfg.even_odd as u32)
     .define("GEOPF", cfg.geo_prefetch.code())
     .define("ORD", cfg.skeleton_zeroing.code())
+    .define(
+        "LALATE",
+        (cfg.skeleton_zeroing == SkeletonZeroing::LookaheadLate) as u32,
+    )
     .define("CHUNK", cfg.groups_in_sequence)
     .define("ZCHUNK", ZERO_CHUNK);
     Ok(BpKernel {
@@ -931,6 +964,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         geo_prefetch: GeoPrefetch::None,
         skeleton_zeroing: SkeletonZeroing::Host,
         groups_in_sequence: 1,
+        zero_ahead: 0,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -1032,8 +1066,16 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 {
                     // (several groups in sequence uncapped: under the tuned caps the loop
                     // spills, e.g. BP3 p = 5, 7, 8 and BP3.5 p = 8)
-                    for zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Owner] {
+                    for zeroing in [
+                        SkeletonZeroing::Host,
+                        SkeletonZeroing::Owner,
+                        SkeletonZeroing::Lookahead,
+                        SkeletonZeroing::LookaheadLate,
+                    ] {
                         for chunk in [1, 4] {
+                            if zeroing.code() == 2 && chunk > 1 {
+                                continue;
+                            }
                             let c = BpConfig {
                                 skeleton_zeroing: zeroing,
                                 groups_in_sequence: chunk,
@@ -1135,13 +1177,45 @@ impl<T: GpuReal> GpuBp<T> {
         } else {
             (space.restriction().offsets().to_vec(), space.num_dofs())
         };
-        let owners = if cfg.skeleton_zeroing != SkeletonZeroing::Owner {
+        let func = dev.function(&spec, "bp_apply")?;
+        // The opt-in covers static plus dynamic shared memory beyond 48 KiB; the kernel's
+        // few static bytes (the geometry mbarrier) can tip a dynamic size just under it
+        // over, so the limit is raised for any dynamic size (harmless below 48 KiB).
+        if dyn_smem > 0 {
+            func.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dyn_smem as i32,
+            )
+            .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
+        }
+        let owners = if !cfg.skeleton_zeroing.in_kernel() {
             None
         } else {
             let nsk = skeleton_table(p + 1).1;
             let OwnerSchedule { own, pstart, preds } =
                 owner_schedule(&offsets_host, nsk, nskel, epb * cfg.groups_in_sequence)?;
             let ngroups = own.len() - 1;
+            // lookahead: one wave of resident groups ahead (scaled by `zero_ahead`)
+            let ahead = if cfg.skeleton_zeroing.code() == 2 {
+                let t1d = (p + 1).max(q) as u32;
+                let per_sm = func
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        t1d * t1d * epb as u32,
+                        dyn_smem,
+                        None,
+                    )
+                    .map_err(|e| GpuError::driver("occupancy query", e))?;
+                let wave = per_sm as usize * dev.sm_count();
+                let pct = if cfg.zero_ahead == 0 {
+                    100
+                } else {
+                    cfg.zero_ahead as usize
+                };
+                (wave * pct / 100).clamp(1, ngroups)
+            } else {
+                0
+            };
+            let prefill = own[ahead];
             Some(OwnerState {
                 flags: DeviceVec::zeros(dev, ngroups, "owner flags")?,
                 own: DeviceVec::from_host(dev, &own, "owned skeleton ranges")?,
@@ -1157,26 +1231,20 @@ impl<T: GpuReal> GpuBp<T> {
                     "owner lists",
                 )?,
                 epoch: std::sync::atomic::AtomicU32::new(0),
+                ahead: ahead as u32,
+                prefill,
             })
         };
-        let func = dev.function(&spec, "bp_apply")?;
-        // The opt-in covers static plus dynamic shared memory beyond 48 KiB; the kernel's
-        // few static bytes (the geometry mbarrier) can tip a dynamic size just under it
-        // over, so the limit is raised for any dynamic size (harmless below 48 KiB).
-        if dyn_smem > 0 {
-            func.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                dyn_smem as i32,
-            )
-            .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
-        }
         let ident = dev.function(&spec, "bp_dirichlet_identity")?;
-        let zero_fill =
-            if cfg.variant == Variant::Pencil && cfg.skeleton_zeroing == SkeletonZeroing::Host {
-                Some(dev.function(&spec, "bp_zero_skeleton")?)
-            } else {
-                None
-            };
+        let zero_fill = if cfg.variant == Variant::Pencil
+            && matches!(
+                cfg.skeleton_zeroing,
+                SkeletonZeroing::Host | SkeletonZeroing::Lookahead | SkeletonZeroing::LookaheadLate
+            ) {
+            Some(dev.function(&spec, "bp_zero_skeleton")?)
+        } else {
+            None
+        };
         let groups = nelem.div_ceil(epb);
         let grid = if cfg.persistent {
             // one wave: as many blocks as can be resident at once
@@ -1294,6 +1362,14 @@ impl<T: GpuReal> GpuBp<T> {
     pub fn spec(&self) -> &KernelSpec {
         &self.spec
     }
+    /// With lookahead skeleton zeroing: how many element groups ahead a block zeroes.
+    pub fn zero_ahead_groups(&self) -> Option<u32> {
+        self.owners
+            .as_ref()
+            .filter(|_| self.cfg.skeleton_zeroing.code() == 2)
+            .map(|o| o.ahead)
+    }
+
     /// Thread blocks launched per application (one wave for the persistent kernel).
     pub fn grid(&self) -> u32 {
         self.grid
@@ -1321,8 +1397,8 @@ impl<T: GpuReal> GpuBp<T> {
         // interior nodes are stored, not accumulated: only the skeleton part needs zeroing,
         // and not here when the kernel's blocks zero what they own
         match (&self.owners, self.cfg.interior_last) {
-            (Some(_), _) => {}
-            (None, true) => self.zero_skeleton(v)?,
+            (Some(o), _) => self.zero_prefix(v, o.prefill)?,
+            (None, true) => self.zero_prefix(v, self.nskel as u32)?,
             (None, false) => v.fill_zero()?,
         }
         let n = self.order + 1;
@@ -1353,6 +1429,9 @@ impl<T: GpuReal> GpuBp<T> {
                 .arg(o.pstart.slice())
                 .arg(o.preds.slice())
                 .arg(&epoch);
+            if self.cfg.skeleton_zeroing.code() == 2 {
+                b.arg(&o.ahead);
+            }
         }
         // SAFETY: argument list matches bp_apply's signature (with the ORD parameters when
         // the kernel zeroes the skeleton); buffers are sized by `new`.
@@ -1374,17 +1453,17 @@ impl<T: GpuReal> GpuBp<T> {
         Ok(())
     }
 
-    /// Zeroes the skeleton prefix of `v` before an apply accumulates into it: the v2
-    /// kernels' reverse-order fill (the lines the apply touches first are written last and
-    /// are still in L2), else a memset.
-    fn zero_skeleton(&self, v: &mut DeviceVec<T>) -> Result<(), GpuError> {
-        let Some(f) = &self.zero_fill else {
-            return v.fill_zero_prefix(self.nskel);
-        };
-        let n = self.nskel as u32;
+    /// Zeroes the first `n` values of `v` (the skeleton, or with lookahead zeroing the part
+    /// owned by the first groups) before an apply accumulates into it: the v2 kernels'
+    /// reverse-order fill (the lines the apply touches first are written last and are
+    /// still in L2), else a memset.
+    fn zero_prefix(&self, v: &mut DeviceVec<T>, n: u32) -> Result<(), GpuError> {
         if n == 0 {
             return Ok(());
         }
+        let Some(f) = &self.zero_fill else {
+            return v.fill_zero_prefix(n as usize);
+        };
         let cfg = LaunchConfig {
             grid_dim: (n.div_ceil(ZERO_CHUNK), 1, 1),
             block_dim: (256, 1, 1),

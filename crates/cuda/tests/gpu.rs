@@ -192,7 +192,8 @@ fn shuffled_cells(mesh: &Mesh, seed: u64) -> Mesh {
     Mesh::new(mesh.cell_type(), mesh.coords().to_vec(), cells).unwrap()
 }
 
-/// v8: the kernel zeroes the skeleton itself (ticket-ordered blocks, owner flags). A race
+/// v8 and v12: the kernel zeroes the skeleton itself (owner flags between blocks; v12 one
+/// wave ahead, or a few groups ahead so that blocks do wait). A race
 /// would show as a wrong or NaN entry (the output starts as NaN) in some launch, so each
 /// case is launched many times on meshes with thousands of blocks, structured and shuffled.
 #[test]
@@ -218,13 +219,23 @@ fn owner_zeroing_matches_the_cpu_twin_in_every_launch() {
         let space = H1Space::new(&m, p, 1).unwrap().interior_last();
         let x = random_vector(space.num_dofs(), 3);
         let want = cpu_apply(&m, &space, kind, &x);
-        for chunk in [1, 4] {
+        // (zeroing, groups in sequence, lookahead in percent of a wave: 1 % makes blocks
+        // wait for flags still being raised, 100 % is the default)
+        let modes = [
+            (SkeletonZeroing::Owner, 1, 0),
+            (SkeletonZeroing::Owner, 4, 0),
+            (SkeletonZeroing::Lookahead, 1, 1),
+            (SkeletonZeroing::Lookahead, 1, 100),
+            (SkeletonZeroing::LookaheadLate, 1, 2),
+        ];
+        for (zeroing, chunk, ahead) in modes {
             for epb in [None, Some(1)] {
                 let mut cfg = BpConfig::tuned(kind, ferrofem_cuda::bp::GeoMode::Stored, p);
                 cfg.persistent = false;
                 cfg.elems_per_block = epb;
-                cfg.skeleton_zeroing = SkeletonZeroing::Owner;
+                cfg.skeleton_zeroing = zeroing;
                 cfg.groups_in_sequence = chunk;
+                cfg.zero_ahead = ahead;
                 let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
                 let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
                 let nan = vec![f64::NAN; x.len()];
@@ -238,15 +249,16 @@ fn owner_zeroing_matches_the_cpu_twin_in_every_launch() {
                     let err = rel_err(&got, &want);
                     assert!(
                         err < 1e-12,
-                        "{} p={p} {n}^3 shuffled={shuffle} chunk={chunk} epb={epb:?} launch {launch}: rel err {err:e}",
-                        kind.name()
+                        "{} p={p} {n}^3 shuffled={shuffle} {zeroing:?} chunk={chunk} ahead={:?} epb={epb:?} launch {launch}: rel err {err:e}",
+                        kind.name(),
+                        op.zero_ahead_groups()
                     );
                     checked += 1;
                 }
             }
         }
     }
-    eprintln!("owner zeroing: {checked} launches match the CPU twin");
+    eprintln!("in-kernel skeleton zeroing: {checked} launches match the CPU twin");
 }
 
 #[test]

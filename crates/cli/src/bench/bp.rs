@@ -85,6 +85,10 @@ pub enum ZeroingArg {
     Memset,
     /// The kernel: each block zeroes the skeleton nodes it owns (v8).
     Owner,
+    /// The kernel: each block zeroes the skeleton owned by a group one wave ahead (v12).
+    Lookahead,
+    /// As `lookahead`, the flag raised just before the block's own wait.
+    LookaheadLate,
 }
 
 /// How the v2 kernels read stored geometry.
@@ -181,6 +185,11 @@ pub struct BpArgs {
     /// comma-separated to measure several on one mesh (default: the tuned choice, else 1).
     #[arg(long, value_delimiter = ',')]
     groups_in_sequence: Vec<usize>,
+    /// With `--skeleton-zeroing lookahead`: how far ahead a block zeroes, in percent of
+    /// the element groups resident at once, comma-separated to measure several (default
+    /// 100).
+    #[arg(long, value_delimiter = ',')]
+    zero_ahead: Vec<u32>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -418,6 +427,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.kernel = vec![KernelArg::Pencil];
         base.skeleton_zeroing.clear();
         base.groups_in_sequence.clear();
+        base.zero_ahead.clear();
         base.min_blocks.clear();
         base.elems_per_block.clear();
         return vec![base];
@@ -425,6 +435,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
     let all = split(all, &a.skeleton_zeroing, |c, v| c.skeleton_zeroing = v);
     let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
+    let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
@@ -674,6 +685,7 @@ mod gpu {
             geo_prefetch: GeoPrefetch::None,
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
+            zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -698,6 +710,8 @@ mod gpu {
                 ZeroingArg::Host => SkeletonZeroing::Host,
                 ZeroingArg::Memset => SkeletonZeroing::Memset,
                 ZeroingArg::Owner => SkeletonZeroing::Owner,
+                ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
+                ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
             };
         }
         if let Some(pf) = a.geo_prefetch {
@@ -733,7 +747,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -748,6 +762,8 @@ mod gpu {
             label_part('+', cfg.geo_prefetch.tag()),
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
+            op.zero_ahead_groups()
+                .map_or(String::new(), |g| format!("{g}")),
             if cfg.groups_in_sequence > 1 {
                 format!("+c{}", cfg.groups_in_sequence)
             } else {
