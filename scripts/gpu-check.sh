@@ -350,6 +350,15 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 8 --geo otf --solve 1e-8 --alpha 1 --min-blocks 0,4
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v18)
+    # v12 (eighth session): lookahead zeroing against the reverse fill on every stored kernel,
+    # one mesh per order; how far ahead (50 / 200 % of a wave) where it matters most
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,lookahead,lookahead-late
+    done
+    bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing lookahead --zero-ahead 50,200
+    bench bp3 --backend cuda --order 5,8 --geo stored --skeleton-zeroing lookahead --zero-ahead 50,200
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
