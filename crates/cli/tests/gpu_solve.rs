@@ -106,6 +106,21 @@ fn gpu_solves_reach_the_cpu_discrete_solution() {
         DirichletSpec::default(),
         &dev,
     );
+    // p = 4: the fastest BP3 kernel there reads stored geometric factors
+    assert_eq!(
+        ferrofem_cuda::bp::BpConfig::fastest_geometry(
+            ferrofem_operator::tensor::TensorKind::Diffusion { alpha: 0.0 },
+            4
+        ),
+        ferrofem_cuda::bp::GeoMode::Stored
+    );
+    check(
+        &b("hex:4x4x4,perturb=0.2,seed=3"),
+        ProblemKind::Poisson,
+        4,
+        DirichletSpec::default(),
+        &dev,
+    );
     // p = 6: the fastest BP3 kernel there computes the geometry on the fly
     check(
         &b("hex:3x3x3,perturb=0.2,seed=2"),
