@@ -74,6 +74,7 @@ fn main() {
         cfg.elems_per_block = flag(&args, "epb");
         cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
         cfg.even_odd = !has("plain");
+        cfg.evict_first_geometry = has("cs");
         cfg.geo_prefetch = if has("pfl1") {
             GeoPrefetch::L1
         } else if has("pfl2") {

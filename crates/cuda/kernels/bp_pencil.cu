@@ -110,6 +110,29 @@
 #ifndef ORD
 #define ORD 0
 #endif
+// direct stored geometry loaded with the evict-first (streaming) policy, so that L2 keeps
+// the vectors and the skeleton's zeros rather than factors read once (GEOCS 1)
+#ifndef GEOCS
+#define GEOCS 0
+#endif
+#if GEOCS && !(GEO == 0 && GEOLOAD == 1)
+#error "GEOCS (evict-first geometry loads) is for direct stored-geometry loads"
+#endif
+#if GEOCS
+__device__ __forceinline__ double ld_cs(const double* p) {
+    double v;
+    asm("ld.global.cs.f64 %0, [%1];" : "=d"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float ld_cs(const float* p) {
+    float v;
+    asm("ld.global.cs.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+#define GLD(x) ld_cs(&(x))
+#else
+#define GLD(x) (x)
+#endif
 #ifndef CHUNK
 #define CHUNK 1
 #endif
@@ -568,7 +591,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real gw[Q];
         if (active) {
 #pragma unroll
-            for (int i = 0; i < Q; i++) gw[i] = sG[b * QQ + a * Q + i];
+            for (int i = 0; i < Q; i++) gw[i] = GLD(sG[b * QQ + a * Q + i]);
         }
 #endif
 #endif
@@ -591,7 +614,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real gW[Q];   // this column's weights, loaded before the gather completes
         if (active) {
 #pragma unroll
-            for (int q = 0; q < Q; q++) gW[q] = sG[q * QQ + b * Q + a];
+            for (int q = 0; q < Q; q++) gW[q] = GLD(sG[q * QQ + b * Q + a]);
         }
 #endif
 #if ZFIRST
@@ -644,7 +667,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if GEOPF == 3
                 rx[i] *= gw[i];
 #else
-                rx[i] *= sG[b * QQ + a * Q + i];
+                rx[i] *= GLD(sG[b * QQ + a * Q + i]);
 #endif
 #else
                 rx[i] *= cW[i] * det_at(dp, cX[i]);
@@ -814,8 +837,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if GEO == 0
                 real G[6];
 #pragma unroll
-                for (int c = 0; c < 6; c++) G[c] = sG[c * QQQ + k * QQ + b * Q + a];
-                if (MASS) wdetj = sG[6 * QQQ + k * QQ + b * Q + a];
+                for (int c = 0; c < 6; c++) G[c] = GLD(sG[c * QQQ + k * QQ + b * Q + a]);
+                if (MASS) wdetj = GLD(sG[6 * QQQ + k * QQ + b * Q + a]);
                 sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
                 sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
                 rt[k] = G[2] * ur + G[4] * us + G[5] * ut;

@@ -198,6 +198,10 @@ pub struct BpConfig {
     pub even_odd: bool,
     /// v2 with direct stored-geometry loads: prefetch of the factors at kernel start.
     pub geo_prefetch: GeoPrefetch,
+    /// v2 with direct stored-geometry loads: load the factors with the evict-first
+    /// (streaming) cache policy, so that L2 keeps the vectors and the skeleton's zeros
+    /// rather than factors that are read once.
+    pub evict_first_geometry: bool,
     /// v2, interior-last, non-persistent: who zeroes the skeleton.
     pub skeleton_zeroing: SkeletonZeroing,
     /// v2, non-persistent: element groups a thread block runs one after another (1: one
@@ -355,6 +359,7 @@ impl BpConfig {
             register_columns: false,
             even_odd: true,
             geo_prefetch: GeoPrefetch::None,
+            evict_first_geometry: false,
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
             zero_ahead: 0,
@@ -810,6 +815,14 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "element groups in sequence (>= 1) exist for the non-persistent v2 kernel only".into(),
         ));
     }
+    if cfg.evict_first_geometry
+        && !(cfg.direct_geometry && cfg.geo == GeoMode::Stored && cfg.variant == Variant::Pencil)
+    {
+        return Err(GpuError::Unsupported(
+            "evict-first geometry loads need the v2 kernel with direct stored-geometry loads"
+                .into(),
+        ));
+    }
     if cfg.geo_prefetch == GeoPrefetch::Registers && !cfg.register_columns {
         return Err(GpuError::Unsupported(
             "weights prefetched into registers exist for the register-column (v6) BP1 kernel only"
@@ -877,7 +890,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     };
     let spec = KernelSpec::new(
         format!(
-            "{}_{}_p{p}_q{q}_{}{}{}{}_e{epb}{}_{tag}{}",
+            "{}_{}_p{p}_q{q}_{}{}{}{}{}_e{epb}{}_{tag}{}",
             short_name(cfg.kind),
             T::NAME,
             if cfg.geo == GeoMode::Stored {
@@ -887,6 +900,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             },
             if cfg.direct_geometry { "-direct" } else { "" },
             label_part('-', cfg.geo_prefetch.tag()),
+            if cfg.evict_first_geometry { "-cs" } else { "" },
             label_part('-', cfg.skeleton_zeroing.kernel_tag()),
             if cfg.groups_in_sequence > 1 {
                 format!("c{}", cfg.groups_in_sequence)
@@ -920,6 +934,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("ZFIRST", cfg.register_columns as u32)
     .define("EO", cfg.even_odd as u32)
     .define("GEOPF", cfg.geo_prefetch.code())
+    .define("GEOCS", cfg.evict_first_geometry as u32)
     .define("ORD", cfg.skeleton_zeroing.code())
     .define(
         "LALATE",
@@ -962,6 +977,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         register_columns: false,
         even_odd: true,
         geo_prefetch: GeoPrefetch::None,
+        evict_first_geometry: false,
         skeleton_zeroing: SkeletonZeroing::Host,
         groups_in_sequence: 1,
         zero_ahead: 0,
@@ -1048,6 +1064,17 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with the factors loaded evict-first, where they are loaded directly
+                if t.direct_geometry && geo == GeoMode::Stored {
+                    v.push((
+                        BpConfig {
+                            evict_first_geometry: true,
+                            ..t
+                        },
+                        p,
+                        false,
+                    ));
+                }
                 // and with the memset in address order instead of the reverse-order fill
                 v.push((
                     BpConfig {
@@ -1658,3 +1685,5 @@ mod tests {
         assert!(even_odd("m", &[-1.0, 1.0, -1.0, 1.0], 2, 2, -1.0).is_ok());
     }
 }
+
+mod diag;

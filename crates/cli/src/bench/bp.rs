@@ -176,6 +176,10 @@ pub struct BpArgs {
     /// with register columns, load the weights into registers (`registers`).
     #[arg(long, value_enum)]
     geo_prefetch: Option<PrefetchArg>,
+    /// v2 with direct stored-geometry loads: the factors loaded with the evict-first cache
+    /// policy, comma-separated to measure both on one mesh (`false,true`; default false).
+    #[arg(long, value_delimiter = ',')]
+    evict_first: Vec<bool>,
     /// v2 on an interior-last space: who zeroes the output's skeleton before the elements
     /// accumulate into it, comma-separated to measure several on one mesh (default: the
     /// tuned choice, else `host`).
@@ -428,6 +432,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.skeleton_zeroing.clear();
         base.groups_in_sequence.clear();
         base.zero_ahead.clear();
+        base.evict_first.clear();
         base.min_blocks.clear();
         base.elems_per_block.clear();
         return vec![base];
@@ -436,6 +441,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.skeleton_zeroing, |c, v| c.skeleton_zeroing = v);
     let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
     let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
+    let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
@@ -683,6 +689,7 @@ mod gpu {
             register_columns: kernel == KernelArg::Registers,
             even_odd: !a.plain_contractions,
             geo_prefetch: GeoPrefetch::None,
+            evict_first_geometry: false,
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
             zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
@@ -713,6 +720,11 @@ mod gpu {
                 ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
                 ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
             };
+        }
+        if let Some(&ef) = a.evict_first.first() {
+            // only where the factors are loaded directly (elsewhere the same kernel runs)
+            cfg.evict_first_geometry =
+                ef && cfg.direct_geometry && cfg.geo == ferrofem_cuda::bp::GeoMode::Stored;
         }
         if let Some(pf) = a.geo_prefetch {
             cfg.geo_prefetch = match pf {
@@ -747,7 +759,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -760,6 +772,7 @@ mod gpu {
             if cfg.direct_geometry { "+direct" } else { "" },
             cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}")),
             label_part('+', cfg.geo_prefetch.tag()),
+            if cfg.evict_first_geometry { "+cs" } else { "" },
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
             op.zero_ahead_groups()
