@@ -359,6 +359,17 @@ case "$MODE" in
     bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing lookahead --zero-ahead 50,200
     bench bp3 --backend cuda --order 5,8 --geo stored --skeleton-zeroing lookahead --zero-ahead 50,200
     ;;
+  v19)
+    # v13: evict-first factor loads against plain ones on every stored kernel (one mesh per
+    # order); on the fly against stored at p = 1, 2; the full BP and the hexahedral solves
+    # with the Jacobi diagonal computed on the device
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --evict-first false,true
+    done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 1,2 --geo all; done
+    bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
+    solve_pcg "${HEX_SOLVES[@]}"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
