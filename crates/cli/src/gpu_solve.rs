@@ -3,8 +3,9 @@
 //! - Linear problems: CG, Jacobi-PCG or Jacobi-GMRES. The operator is the bake-off
 //!   diffusion kernel on hexahedra (Poisson) or the residual kernel of the problem's physics
 //!   on triangles and tetrahedra; the right-hand side (forcing, boundary lifting, Neumann
-//!   load) and the Jacobi diagonal come from the CPU form operator once, and Dirichlet rows
-//!   are identity rows on the device.
+//!   load) comes from the CPU form operator once, and Dirichlet rows are identity rows on
+//!   the device. The Jacobi diagonal is computed matrix-free on the device for the bake-off
+//!   kernel ([`GpuBp::diagonal`]) and by the CPU form operator for the residual kernels.
 //! - The nonlinear problem (triangles and tetrahedra): Newton with line search
 //!   ([`newton_in`], the CPU's loop) on device vectors, each step's correction from
 //!   GMRES(30) ([`gmres`]) on the Jacobian-action kernel ([`GpuResidual::jacobian_apply`]).
@@ -60,7 +61,14 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
         ));
     }
     let t = Instant::now();
-    progress.stage("right-hand side, boundary lifting and Jacobi diagonal (CPU)");
+    // the device computes the bake-off kernel's diagonal itself: the CPU's only where the
+    // residual kernels run a Jacobi-preconditioned solve
+    let cpu_diagonal = needs_jacobi(solver) && !uses_bp_kernel(mesh, problem);
+    progress.stage(if cpu_diagonal {
+        "right-hand side, boundary lifting and Jacobi diagonal (CPU)"
+    } else {
+        "right-hand side and boundary lifting (CPU)"
+    });
     let constrained = &problem.dirichlet_dofs;
     let g: Vec<T> = to_real(&problem.boundary_values);
     let mut b = lift_residual(op, constrained, &g)?;
@@ -76,12 +84,14 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
             b[i] += neumann[i];
         }
     }
-    let mut diag = op.diagonal(&[]);
-    for &d in constrained {
-        diag[d as usize] = T::one();
-    }
+    let d64: Option<Vec<f64>> = cpu_diagonal.then(|| {
+        let mut diag = op.diagonal(&[]);
+        for &d in constrained {
+            diag[d as usize] = T::one();
+        }
+        diag.iter().map(|x| x.as_f64()).collect()
+    });
     let b64: Vec<f64> = b.iter().map(|x| x.as_f64()).collect();
-    let d64: Vec<f64> = diag.iter().map(|x| x.as_f64()).collect();
     let host = t.elapsed().as_secs_f64();
     let (w, stats, method, build, solve_s) = match T::NAME {
         "f32" => run::<f32>(
@@ -91,7 +101,7 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
             solver,
             op.rule(),
             &b64,
-            &d64,
+            d64.as_deref(),
             progress,
             dev,
         )?,
@@ -102,7 +112,7 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
             solver,
             op.rule(),
             &b64,
-            &d64,
+            d64.as_deref(),
             progress,
             dev,
         )?,
@@ -131,9 +141,22 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
     })
 }
 
+/// Whether `solver` is preconditioned by Jacobi (and so needs the operator's diagonal).
+fn needs_jacobi(solver: SolverKind) -> bool {
+    matches!(solver, SolverKind::Pcg | SolverKind::Gmres)
+}
+
+/// Whether the GPU solve of `problem` runs the bake-off diffusion kernel (Poisson on
+/// hexahedra), whose diagonal the device computes; otherwise the residual kernels.
+fn uses_bp_kernel(mesh: &Mesh, problem: &Problem) -> bool {
+    mesh.cell_type() == CellType::Hexahedron && problem.options.kind == ProblemKind::Poisson
+}
+
 /// Solution correction, Krylov statistics, method description, build and solve seconds.
 type GpuRun = (Vec<f64>, ferrofem_solver::SolveStats, String, f64, f64);
 
+/// `diag`: the CPU's Jacobi diagonal (one on the constrained rows) where the device does
+/// not compute it (the residual kernels with a Jacobi-preconditioned `solver`).
 fn run<G: GpuReal>(
     mesh: &Mesh,
     problem: &Problem,
@@ -141,12 +164,16 @@ fn run<G: GpuReal>(
     solver: SolverKind,
     rule: &ferrofem_fe::QuadratureRule,
     b: &[f64],
-    diag: &[f64],
+    diag: Option<&[f64]>,
     progress: &Progress,
     dev: &Arc<GpuDevice>,
 ) -> Result<GpuRun, PipelineError> {
     let t = Instant::now();
-    progress.stage("building the GPU operator (kernels compiled or loaded from the cache)");
+    progress.stage(if needs_jacobi(solver) && uses_bp_kernel(mesh, problem) {
+        "building the GPU operator and its Jacobi diagonal (kernels compiled or loaded from the cache)"
+    } else {
+        "building the GPU operator (kernels compiled or loaded from the cache)"
+    });
     let blas = GpuBlas::<G>::new(dev).map_err(ge)?;
     let space = &problem.space;
     let ct = mesh.cell_type();
@@ -159,7 +186,7 @@ fn run<G: GpuReal>(
     }
     // where the GPU operator numbers the nodes differently: new_of[old]
     let mut renumbered: Option<Vec<u32>> = None;
-    let (gop, scale, label) = if ct == CellType::Hexahedron && o.kind == ProblemKind::Poisson {
+    let (gop, scale, label) = if uses_bp_kernel(mesh, problem) {
         let q1d = rule.rule_1d.as_ref().map(|r| r.len());
         // the benchmarks' fastest kernel and geometry for this order, on the numbering they
         // were measured on (interior-last: the solve carries its vectors there and back);
@@ -229,8 +256,8 @@ fn run<G: GpuReal>(
             ct
         )));
     };
-    // the right-hand side, the diagonal and the constrained dofs in the operator's numbering
-    let (bd, dd, dofs) = match &renumbered {
+    // the right-hand side and the constrained dofs in the operator's numbering
+    let (bd, dofs) = match &renumbered {
         Some(new_of) => {
             let forward = |v: &[f64]| {
                 let mut out = vec![0.0; v.len()];
@@ -244,11 +271,38 @@ fn run<G: GpuReal>(
                 .iter()
                 .map(|&d| new_of[d as usize])
                 .collect();
-            (forward(b), forward(diag), dofs)
+            (forward(b), dofs)
         }
-        None => (conv(b), conv(diag), problem.dirichlet_dofs.clone()),
+        None => (conv(b), problem.dirichlet_dofs.clone()),
     };
     let dofs = &dofs;
+    // the BP kernel integrates ∫∇v·∇u; the problem's operator is κ times that
+    let s = G::of(scale);
+    // the Jacobi diagonal on the device, in the operator's numbering, one on the constrained
+    // rows: the bake-off kernel's own (matrix-free, on the device, scaled like the operator),
+    // or the CPU's (the residual kernels: their numbering is the problem's)
+    let dd: Option<DeviceVec<G>> = match (&gop, diag) {
+        _ if !needs_jacobi(solver) => None,
+        (Op::Bp(op), _) => {
+            let mut d = op.diagonal().map_err(ge)?;
+            if s != G::one() {
+                blas.scale(s, &mut d).map_err(ge)?;
+            }
+            if !dofs.is_empty() {
+                let idx = DeviceVec::from_host(dev, dofs, "Dirichlet dofs").map_err(ge)?;
+                blas.set_indices(&mut d, &idx, G::one()).map_err(ge)?;
+            }
+            Some(d)
+        }
+        (Op::Res(_), Some(h)) => {
+            Some(DeviceVec::from_host(dev, &conv(h), "Jacobi diagonal").map_err(ge)?)
+        }
+        (Op::Res(_), None) => {
+            return Err(PipelineError::Unsupported(
+                "the residual kernels' Jacobi preconditioner needs the CPU diagonal".into(),
+            ))
+        }
+    };
     let db = DeviceVec::from_host(dev, &bd, "right-hand side").map_err(ge)?;
     let mut dx = DeviceVec::<G>::zeros(dev, b.len(), "solution").map_err(ge)?;
     let opts = SolveOptions {
@@ -256,8 +310,7 @@ fn run<G: GpuReal>(
         max_iter: settings.max_iter,
         ..SolveOptions::default()
     };
-    // the BP kernel integrates ∫∇v·∇u; the problem's operator is κ times that
-    let s = G::of(scale);
+    dev.synchronize().map_err(ge)?;
     let build = t.elapsed().as_secs_f64();
     progress.stage("solving on the GPU");
     let t = Instant::now();
@@ -266,20 +319,26 @@ fn run<G: GpuReal>(
         blas: &GpuBlas<G>,
         dofs: &[u32],
         s: G,
-        diag: &[G],
+        diag: Option<DeviceVec<G>>,
         solver: SolverKind,
         b: &DeviceVec<G>,
         x: &mut DeviceVec<G>,
         opts: &SolveOptions,
     ) -> Result<ferrofem_solver::SolveStats, PipelineError> {
         let c = Constrained::new(op, blas, dofs, s).map_err(ge)?;
+        let jacobi = |diag: Option<DeviceVec<G>>| {
+            let d = diag.ok_or_else(|| {
+                PipelineError::Unsupported("Jacobi preconditioning without a diagonal".into())
+            })?;
+            GpuKrylov::with_jacobi_device(&c, blas, d).map_err(ge)
+        };
         let stats = match solver {
             SolverKind::Pcg => {
-                let space = GpuKrylov::with_jacobi(&c, blas, diag).map_err(ge)?;
+                let space = jacobi(diag)?;
                 pcg(&space, b, x, opts)?
             }
             SolverKind::Gmres => {
-                let space = GpuKrylov::with_jacobi(&c, blas, diag).map_err(ge)?;
+                let space = jacobi(diag)?;
                 let g = GmresOptions {
                     restart: GMRES_RESTART,
                     ..GmresOptions::default()
@@ -294,8 +353,8 @@ fn run<G: GpuReal>(
         Ok(stats)
     }
     let stats = match &gop {
-        Op::Bp(op) => krylov(op, &blas, dofs, s, &dd, solver, &db, &mut dx, &opts)?,
-        Op::Res(op) => krylov(op, &blas, dofs, s, &dd, solver, &db, &mut dx, &opts)?,
+        Op::Bp(op) => krylov(op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts)?,
+        Op::Res(op) => krylov(op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts)?,
     };
     dev.synchronize().map_err(ge)?;
     let solve_s = t.elapsed().as_secs_f64();
@@ -308,12 +367,16 @@ fn run<G: GpuReal>(
     if let Some(new_of) = &renumbered {
         w = new_of.iter().map(|&n| w[n as usize]).collect();
     }
+    let diag_where = match gop {
+        Op::Bp(_) => "diagonal computed on the device",
+        Op::Res(_) => "diagonal from the CPU",
+    };
     let method = format!(
         "GPU ({}): {label}, {}, every vector on the device",
         dev.name(),
         match solver {
-            SolverKind::Pcg => "Jacobi-PCG".to_string(),
-            SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi"),
+            SolverKind::Pcg => format!("Jacobi-PCG ({diag_where})"),
+            SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi ({diag_where})"),
             _ => "CG".to_string(),
         }
     );

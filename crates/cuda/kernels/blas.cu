@@ -65,3 +65,20 @@ extern "C" __global__ void ff_sum_partials(const double* FF_RESTRICT partial, do
     }
     if (threadIdx.x == 0) out[0] = s[0];
 }
+
+// x = a*x
+extern "C" __global__ void ff_scale(real a, real* FF_RESTRICT x, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        x[i] *= a;
+}
+
+// x = 1/x in place where x is positive and finite (a Jacobi preconditioner's inverse
+// diagonal); any other entry is left as it is and *bad becomes the lowest such index (the
+// host sets *bad to ~0 first). (v - v is NaN for an infinite v; v > 0 fails for NaN.)
+extern "C" __global__ void ff_reciprocal(real* FF_RESTRICT x, u64* FF_RESTRICT bad, u64 n) {
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const real v = x[i];
+        if (v > (real)0 && v - v == (real)0) x[i] = (real)1 / v;
+        else atomicMin(bad, i);
+    }
+}

@@ -30,6 +30,9 @@ pub struct GpuBlas<T: GpuReal> {
     dot: CudaFunction,
     sum: CudaFunction,
     copy_idx: CudaFunction,
+    set_idx: CudaFunction,
+    scale: CudaFunction,
+    recip: CudaFunction,
     partial: std::sync::Mutex<(DeviceVec<f64>, DeviceVec<f64>)>,
     _t: std::marker::PhantomData<T>,
 }
@@ -55,6 +58,9 @@ impl<T: GpuReal> GpuBlas<T> {
             dot: f("ff_dot_partial")?,
             sum: f("ff_sum_partials")?,
             copy_idx: f("ff_copy_indices")?,
+            set_idx: f("ff_set_indices")?,
+            scale: f("ff_scale")?,
+            recip: f("ff_reciprocal")?,
             partial: std::sync::Mutex::new((
                 DeviceVec::zeros(dev, DOT_BLOCKS, "dot partial sums")?,
                 DeviceVec::zeros(dev, 1, "dot result")?,
@@ -179,6 +185,60 @@ impl<T: GpuReal> GpuBlas<T> {
             idx.slice(),
             &m
         )
+    }
+
+    /// `y[idx[k]] = value` for every index (e.g. ones on the Dirichlet rows of a diagonal).
+    pub fn set_indices(
+        &self,
+        y: &mut DeviceVec<T>,
+        idx: &DeviceVec<u32>,
+        value: T,
+    ) -> Result<(), GpuError> {
+        let m = idx.len() as u32;
+        if m == 0 {
+            return Ok(());
+        }
+        launch!(
+            self,
+            "ff_set_indices",
+            &self.set_idx,
+            self.grid(idx.len()),
+            y.slice_mut(),
+            idx.slice(),
+            &value,
+            &m
+        )
+    }
+
+    /// `x = a x`.
+    pub fn scale(&self, a: T, x: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        let n = x.len() as u64;
+        let grid = self.grid(x.len());
+        launch!(self, "ff_scale", &self.scale, grid, &a, x.slice_mut(), &n)
+    }
+
+    /// `x = 1 / x` entrywise, in place, where every entry is positive and finite (a Jacobi
+    /// preconditioner's inverse diagonal). Returns the lowest index of an entry that is not
+    /// (those entries are left as they are), or `None` when all were inverted; one 8-byte
+    /// copy to the host.
+    pub fn reciprocal(&self, x: &mut DeviceVec<T>) -> Result<Option<usize>, GpuError> {
+        let n = x.len() as u64;
+        if n == 0 {
+            return Ok(None);
+        }
+        let mut bad = DeviceVec::<u64>::from_host(&self.dev, &[u64::MAX], "reciprocal check")?;
+        let grid = self.grid(x.len());
+        launch!(
+            self,
+            "ff_reciprocal",
+            &self.recip,
+            grid,
+            x.slice_mut(),
+            bad.slice_mut(),
+            &n
+        )?;
+        let first = bad.to_host()?[0];
+        Ok((first != u64::MAX).then_some(first as usize))
     }
 
     /// `xᵀ y`, accumulated in f64 (one partial per block, summed on the device, one 8-byte

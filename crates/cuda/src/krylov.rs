@@ -125,6 +125,37 @@ impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuKrylov<'a, T, A> {
     }
 }
 
+impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuKrylov<'a, T, A> {
+    /// Jacobi-preconditioned space from the operator's diagonal already on the device (e.g.
+    /// [`GpuBp::diagonal`]), inverted there in place: no host pass, no transfer but one
+    /// 8-byte check. Every entry must be positive and finite.
+    pub fn with_jacobi_device(
+        op: &'a A,
+        blas: &'a GpuBlas<T>,
+        mut diag: DeviceVec<T>,
+    ) -> Result<Self, GpuError> {
+        if diag.len() != op.dim() {
+            return Err(GpuError::Size {
+                what: "Jacobi diagonal",
+                expected: op.dim(),
+                got: diag.len(),
+            });
+        }
+        if let Some(i) = blas.reciprocal(&mut diag)? {
+            // the offending entry was left as it was: fetch it for the message
+            let v = diag.to_host()?[i];
+            return Err(GpuError::Unsupported(format!(
+                "Jacobi preconditioner needs a positive diagonal; entry {i} is {v}"
+            )));
+        }
+        Ok(GpuKrylov {
+            op,
+            blas,
+            inv_diag: Some(diag),
+        })
+    }
+}
+
 fn be(e: GpuError) -> SolverError {
     SolverError::backend(e)
 }

@@ -14,6 +14,9 @@ pub const BP: &str = include_str!("../kernels/bp.cu");
 /// The bake-off operators, v2: pencil contractions with constant matrices and bulk-copied
 /// geometry (see the file's header and notes/gpu-bp.md).
 pub const BP_PENCIL: &str = include_str!("../kernels/bp_pencil.cu");
+/// The Jacobi diagonal of the bake-off operators, matrix-free on the device (see the file's
+/// header; host side in `bp/diag.rs`).
+pub const BP_DIAG: &str = include_str!("../kernels/bp_diag.cu");
 
 /// Residual evaluation and Jacobian action of pointwise forms on simplices (thread
 /// transposition of Knepley, Rupp & Terrel 2016, and the two baselines).

@@ -601,3 +601,268 @@ fn residual_kernels_match_the_cpu_form_operator() {
     );
     assert!(checked > 300);
 }
+
+/// The device diagonal ([`GpuBp::diagonal`]) of `cfg` on `space`, with identity rows on
+/// `dirichlet`; `None` when the configuration is refused as unsupported.
+fn gpu_diagonal<T: GpuReal>(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    space: &H1Space,
+    cfg: BpConfig,
+    dirichlet: &[u32],
+) -> Option<Vec<f64>> {
+    let mut op = match GpuBp::<T>::new(dev, mesh, space, cfg) {
+        Ok(op) => op,
+        Err(ferrofem_cuda::GpuError::Unsupported(msg)) => {
+            eprintln!("skipped {cfg:?}: {msg}");
+            return None;
+        }
+        Err(e) => panic!("{cfg:?}: {e}"),
+    };
+    op.set_dirichlet(dirichlet).unwrap();
+    let d = op.diagonal().unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
+    Some(d.to_host().unwrap().iter().map(|t| t.as_f64()).collect())
+}
+
+/// Largest entrywise relative difference (the diagonals are positive); NaN-safe.
+fn max_rel_err(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs() / w.abs())
+        .fold(
+            0.0,
+            |a: f64, e| if e.is_nan() { f64::INFINITY } else { a.max(e) },
+        )
+}
+
+/// The Jacobi diagonal computed on the device (kernels/bp_diag.cu) against the CPU tensor
+/// operator's diagonal, entry by entry: BP1, BP3 and BP3.5, screened and not, stored and
+/// on-the-fly geometry, the natural numbering (v2 and v1 kernels' layouts) and the
+/// interior-last one (the tuned configurations the solvers use), f64 and f32, p = 1..8, on a
+/// perturbed mesh; and identity rows on Dirichlet dofs.
+#[test]
+fn bp_diagonal_matches_the_cpu_twin() {
+    use ferrofem_cuda::bp::{GeoMode, Variant};
+    let Some(dev) = gpu() else { return };
+    let m = mesh(3);
+    let kinds = [
+        TensorKind::Mass,
+        TensorKind::Diffusion { alpha: 0.0 },
+        TensorKind::Diffusion { alpha: 1.5 },
+        TensorKind::CollocatedDiffusion { alpha: 0.0 },
+        TensorKind::CollocatedDiffusion { alpha: 1.5 },
+    ];
+    // (config, order, interior-last space) of every case
+    let mut cases = Vec::new();
+    for p in 1..=8 {
+        for kind in kinds {
+            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+                let mut natural = BpConfig::new(kind);
+                natural.geo = geo;
+                cases.push((natural, p, false));
+                if geo == GeoMode::Stored {
+                    // the v1 kernel's layout: stored factors without padding
+                    natural.variant = Variant::Slice2D;
+                    cases.push((natural, p, false));
+                }
+                cases.push((BpConfig::tuned(kind, geo, p), p, true));
+            }
+        }
+    }
+    // compile the operators' and the diagonal's kernels in parallel first
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .min(16);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (cases, dev) = (&cases, dev.clone());
+            s.spawn(move || {
+                for (cfg, p, _) in cases.iter().skip(t).step_by(threads) {
+                    let specs = [
+                        bp_kernel::<f64>(*cfg, *p).map(|k| k.spec),
+                        bp_kernel::<f32>(*cfg, *p).map(|k| k.spec),
+                        GpuBp::<f64>::diagonal_kernel(*cfg, *p),
+                        GpuBp::<f32>::diagonal_kernel(*cfg, *p),
+                    ];
+                    for spec in specs.into_iter().flatten() {
+                        dev.module(&spec).unwrap_or_else(|e| panic!("{e}"));
+                    }
+                }
+            });
+        }
+    });
+    let mut failures = Vec::new();
+    let mut rows = Vec::new();
+    let mut checked = 0;
+    for p in 1..=8 {
+        let natural = H1Space::new(&m, p, 1).unwrap();
+        let interior_last = natural.interior_last();
+        let mut want: std::collections::HashMap<(String, bool), Vec<f64>> = Default::default();
+        for (cfg, _, il) in cases.iter().filter(|c| c.1 == p) {
+            let space = if *il { &interior_last } else { &natural };
+            let want = want
+                .entry((format!("{:?}", cfg.kind), *il))
+                .or_insert_with(|| {
+                    TensorOperator::<f64>::new(&m, space, &TensorOptions::new(cfg.kind))
+                        .unwrap()
+                        .diagonal()
+                });
+            for f32 in [false, true] {
+                let got = if f32 {
+                    gpu_diagonal::<f32>(&dev, &m, space, *cfg, &[])
+                } else {
+                    gpu_diagonal::<f64>(&dev, &m, space, *cfg, &[])
+                };
+                let Some(got) = got else { continue };
+                checked += 1;
+                let err = max_rel_err(&got, want);
+                let tol = if f32 { 1e-5 } else { 1e-12 };
+                let label = format!(
+                    "{} alpha={} p={p} {:?} {:?} il={il} {}",
+                    cfg.kind.name(),
+                    cfg.kind.alpha(),
+                    cfg.geo,
+                    cfg.variant,
+                    if f32 { "f32" } else { "f64" }
+                );
+                if err.is_nan() || err > tol {
+                    failures.push(format!("{label}: max rel err {err:e}"));
+                }
+                rows.push(format!("{label}: {err:.1e}"));
+            }
+        }
+    }
+    for r in rows {
+        eprintln!("{r}");
+    }
+    // Dirichlet rows: 1 there, the operator's diagonal elsewhere (both numberings)
+    for il in [false, true] {
+        let natural = H1Space::new(&m, 3, 1).unwrap();
+        let space = if il { natural.interior_last() } else { natural };
+        let bnd = space.node_dofs(&space.boundary_nodes(&m).unwrap(), None);
+        let kind = TensorKind::Diffusion { alpha: 0.0 };
+        let want = TensorOperator::<f64>::new(&m, &space, &TensorOptions::new(kind))
+            .unwrap()
+            .diagonal();
+        let cfg = if il {
+            BpConfig::tuned(kind, GeoMode::OnTheFly, 3)
+        } else {
+            BpConfig::new(kind)
+        };
+        let got = gpu_diagonal::<f64>(&dev, &m, &space, cfg, &bnd).expect("supported");
+        let mut is_bnd = vec![false; got.len()];
+        for &d in &bnd {
+            is_bnd[d as usize] = true;
+        }
+        assert!(!bnd.is_empty() && bnd.len() < got.len());
+        for i in 0..got.len() {
+            if is_bnd[i] {
+                assert_eq!(got[i], 1.0, "il={il}: Dirichlet row {i}");
+            } else {
+                let err = (got[i] - want[i]).abs() / want[i];
+                assert!(err < 1e-12, "il={il}: row {i}: {} vs {}", got[i], want[i]);
+            }
+        }
+    }
+    eprintln!("checked {checked} device diagonals against the CPU twin");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(checked, 8 * 5 * 5 * 2, "every case ran");
+}
+
+/// The vector kernels behind the device Jacobi preconditioner: scaling, setting indexed
+/// entries, and the checked in-place reciprocal (which reports the first entry that is not
+/// positive and finite, and leaves it as it was).
+#[test]
+fn blas_scale_set_indices_and_reciprocal_match_host() {
+    let Some(dev) = gpu() else { return };
+    let blas = GpuBlas::<f64>::new(&dev).unwrap();
+    let n = 5000;
+    let x: Vec<f64> = random_vector(n, 21).iter().map(|v| 1.5 + v).collect();
+    assert!(x.iter().all(|&v| v > 0.0));
+    let mut dx = DeviceVec::from_host(&dev, &x, "x").unwrap();
+    blas.scale(2.5, &mut dx).unwrap();
+    let idx: Vec<u32> = vec![0, 17, 4999];
+    let didx = DeviceVec::from_host(&dev, &idx, "idx").unwrap();
+    blas.set_indices(&mut dx, &didx, 1.0).unwrap();
+    let mut want: Vec<f64> = x.iter().map(|v| 2.5 * v).collect();
+    for &i in &idx {
+        want[i as usize] = 1.0;
+    }
+    assert_eq!(dx.to_host().unwrap(), want);
+    assert_eq!(blas.reciprocal(&mut dx).unwrap(), None);
+    let got = dx.to_host().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g * w - 1.0).abs() < 1e-15, "{g} vs 1/{w}");
+    }
+    for (bad, first) in [
+        (vec![(40, 0.0), (3000, -1.0)], 40),
+        (vec![(4000, f64::INFINITY), (2, f64::NAN)], 2),
+    ] {
+        let mut y = x.clone();
+        for &(i, v) in &bad {
+            y[i] = v;
+        }
+        let mut dy = DeviceVec::from_host(&dev, &y, "y").unwrap();
+        assert_eq!(blas.reciprocal(&mut dy).unwrap(), Some(first));
+        let got = dy.to_host().unwrap();
+        for &(i, v) in &bad {
+            assert!(
+                got[i] == v || (v.is_nan() && got[i].is_nan()),
+                "entry {i} changed"
+            );
+        }
+    }
+}
+
+/// Jacobi-PCG on the device with the diagonal computed and inverted on the device takes the
+/// CPU's iterations (CPU diagonal, CPU PCG) and reaches the same solution.
+#[test]
+fn device_pcg_with_the_device_diagonal_matches_cpu_pcg() {
+    let Some(dev) = gpu() else { return };
+    let m = mesh(4);
+    let space = H1Space::new(&m, 5, 1).unwrap().interior_last();
+    for kind in [
+        TensorKind::Diffusion { alpha: 1.0 },
+        TensorKind::CollocatedDiffusion { alpha: 1.0 },
+    ] {
+        let cpu_op = TensorOperator::<f64>::new(&m, &space, &TensorOptions::new(kind)).unwrap();
+        let xtrue = random_vector(space.num_dofs(), 9);
+        let mut b = vec![0.0; xtrue.len()];
+        cpu_op.try_apply(&xtrue, &mut b).unwrap();
+        let opts = SolveOptions {
+            rtol: 1e-10,
+            max_iter: 2000,
+            ..Default::default()
+        };
+        let cpu_space = CpuSpace::with_jacobi(&cpu_op, &cpu_op.diagonal()).unwrap();
+        let mut xc = vec![0.0; b.len()];
+        let cpu_stats = pcg(&cpu_space, &b, &mut xc, &opts).unwrap();
+        let cfg = BpConfig::fastest(kind, 5);
+        let gop = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
+        let blas = GpuBlas::<f64>::new(&dev).unwrap();
+        let gspace = GpuKrylov::with_jacobi_device(&gop, &blas, gop.diagonal().unwrap()).unwrap();
+        let db = DeviceVec::from_host(&dev, &b, "b").unwrap();
+        let mut dx = DeviceVec::<f64>::zeros(&dev, b.len(), "x").unwrap();
+        let gstats = pcg(&gspace, &db, &mut dx, &opts).unwrap();
+        let xg = dx.to_host().unwrap();
+        assert!(
+            rel_err(&xg, &xtrue) < 1e-8,
+            "{}: {:e}",
+            kind.name(),
+            rel_err(&xg, &xtrue)
+        );
+        assert!(
+            (gstats.iterations as i64 - cpu_stats.iterations as i64).abs() <= 2,
+            "{}: iterations {} vs {}",
+            kind.name(),
+            gstats.iterations,
+            cpu_stats.iterations
+        );
+    }
+}

@@ -198,3 +198,80 @@ fn every_residual_specialisation_compiles_for_sm90() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     eprintln!("compiled {} residual specialisations", cases.len());
 }
+
+/// The diagonal kernel (kernels/bp_diag.cu) of every bake-off operator (BP1, BP3, BP3.5,
+/// screened or not), stored and on-the-fly geometry, both numberings, orders 1..=8, both
+/// precisions, compiles to sm_90 machine code without spilling registers.
+#[test]
+fn every_diagonal_specialisation_compiles_for_sm90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
+    use ferrofem_operator::tensor::TensorKind;
+    let mut specs = Vec::new();
+    for kind in [
+        TensorKind::Mass,
+        TensorKind::Diffusion { alpha: 0.0 },
+        TensorKind::Diffusion { alpha: 1.5 },
+        TensorKind::CollocatedDiffusion { alpha: 0.0 },
+        TensorKind::CollocatedDiffusion { alpha: 1.5 },
+    ] {
+        for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+            for p in 1..=8 {
+                for interior_last in [false, true] {
+                    let mut cfg = BpConfig::new(kind);
+                    cfg.geo = geo;
+                    cfg.interior_last = interior_last;
+                    specs.push(GpuBp::<f64>::diagonal_kernel(cfg, p).unwrap());
+                    specs.push(GpuBp::<f32>::diagonal_kernel(cfg, p).unwrap());
+                }
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let lines: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let specs = &specs;
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for spec in specs.iter().skip(t).step_by(threads) {
+                        let c = compile_uncached(spec, Target::Cubin(90))
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        // the kernels' names are in the machine code's symbol table
+                        let has =
+                            |name: &str| c.image.windows(name.len()).any(|w| w == name.as_bytes());
+                        assert!(
+                            has("bp_diagonal") && has("bp_diag_set_rows"),
+                            "{}: entry points missing",
+                            spec.name
+                        );
+                        let spills = c.log.lines().any(|l| {
+                            l.contains("spill stores") && !l.contains(" 0 bytes spill stores")
+                        });
+                        if spills {
+                            eprintln!("{}: {}", spec.name, c.log);
+                        }
+                        out.push(format!(
+                            "{}{}",
+                            spec.name,
+                            if spills { " SPILLS" } else { "" }
+                        ));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("compile thread"))
+            .collect()
+    });
+    let spilling: Vec<&String> = lines.iter().filter(|l| l.contains("SPILLS")).collect();
+    assert!(spilling.is_empty(), "diagonal kernels spill: {spilling:#?}");
+    assert_eq!(lines.len(), specs.len());
+    eprintln!("compiled {} diagonal specialisations", lines.len());
+}

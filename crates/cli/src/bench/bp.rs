@@ -788,15 +788,10 @@ mod gpu {
             let mut scfg = cfg;
             scfg.kind = skind;
             let sop = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, scfg).map_err(ge)?;
-            // Jacobi diagonal computed matrix-free by the CPU operator
-            let mut o = TensorOptions::new(skind);
-            o.geometry = GeometryMode::OnTheFly;
-            let cpu = TensorOperator::<T>::new(&prob.mesh, &prob.space, &o)
-                .map_err(|e| CliError::Usage(e.to_string()))?;
-            let diag = cpu.diagonal();
-            drop(cpu);
+            // Jacobi diagonal computed matrix-free on the device, inverted there
+            let diag = sop.diagonal().map_err(ge)?;
             let blas = GpuBlas::<T>::new(dev).map_err(ge)?;
-            let space = GpuKrylov::with_jacobi(&sop, &blas, &diag).map_err(ge)?;
+            let space = GpuKrylov::with_jacobi_device(&sop, &blas, diag).map_err(ge)?;
             let xt: Vec<T> = random_vector(x.len(), 11).into_iter().map(T::of).collect();
             let dxt = DeviceVec::from_host(dev, &xt, "exact solution").map_err(ge)?;
             let mut b = DeviceVec::<T>::zeros(dev, x.len(), "rhs").map_err(ge)?;
