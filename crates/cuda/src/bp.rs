@@ -318,18 +318,20 @@ impl BpConfig {
 
     /// The geometry variant measured fastest for `kind` at order `p` (H200, f64, ~4e7
     /// DoFs, against the stored defaults of the same build): on the fly for BP3.5 at
-    /// p = 3..8 (sixth session, v14 and v15; the seventh's v16 kept it) and for BP3 at
-    /// p = 3, 5, 6, 7, 8 (v16: the metric by the column's adjugate polynomials took p = 7
-    /// and 8 past the stored kernels); stored factors otherwise (BP1 at every order: its
-    /// on-the-fly kernel issues more instructions than the stored one waits on bytes; BP3 at
-    /// p = 4, a tie; p = 1, 2 were not compared). The screened kinds (`alpha != 0`) follow
-    /// their unscreened ones; of them only the screened BP3.5 at p = 7 was compared (on the
-    /// fly faster, the full-BP solve).
+    /// p = 3..8 (sixth session, v14 and v15; the seventh's v16 kept it) and p = 1 (eighth
+    /// session's v19: 6.1 against 4.8 GDOF/s), and for BP3 at p = 3, 5, 6, 7, 8 (v16: the
+    /// metric by the column's adjugate polynomials took p = 7 and 8 past the stored
+    /// kernels) and p = 2 (v19: 7.9 against 7.5); stored factors otherwise (BP1 at every
+    /// order: its on-the-fly kernel issues more instructions than the stored one waits on
+    /// bytes; BP3 at p = 1 (2.0 against 1.8) and p = 4 (a tie); BP3.5 at p = 2 (14.7
+    /// against 14.0)). The screened kinds (`alpha != 0`) follow their unscreened ones; of
+    /// them only the screened BP3.5 at p = 7 was compared (on the fly faster, the full-BP
+    /// solve).
     pub fn fastest_geometry(kind: TensorKind, p: usize) -> GeoMode {
         let otf = match kind {
             TensorKind::Mass => false,
-            TensorKind::Diffusion { .. } => matches!(p, 3 | 5..=8),
-            TensorKind::CollocatedDiffusion { .. } => (3..=8).contains(&p),
+            TensorKind::Diffusion { .. } => matches!(p, 2 | 3 | 5..=8),
+            TensorKind::CollocatedDiffusion { .. } => matches!(p, 1 | 3..=8),
         };
         if otf {
             GeoMode::OnTheFly
