@@ -370,6 +370,14 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7 --geo otf --solve 1e-8 --alpha 1
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v20)
+    # BP3 stored where it is below 85 % (p = 3, 5, 8): blocks of more elements, so that the
+    # warps are full (p = 5: 49 threads per element, p = 8: 100, p = 3: 25), with the caps
+    # that keep them spill-free (checked with examples/kernel_registers)
+    bench bp3 --backend cuda --geo stored --order 5 --elems-per-block 2,4,5,6 --min-blocks 3,4,7
+    bench bp3 --backend cuda --geo stored --order 8 --elems-per-block 1,2,3 --min-blocks 2,5
+    bench bp3 --backend cuda --geo stored --order 3 --elems-per-block 5,10,13 --min-blocks 3,4,5,8
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
