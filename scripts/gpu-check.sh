@@ -378,6 +378,18 @@ case "$MODE" in
     bench bp3 --backend cuda --geo stored --order 8 --elems-per-block 1,2,3 --min-blocks 2,5
     bench bp3 --backend cuda --geo stored --order 3 --elems-per-block 5,10,13 --min-blocks 3,4,5,8
     ;;
+  final9)
+    # the eighth session's build: stored and on the fly at p = 3..8 on one mesh per order,
+    # f32 at p = 7, BP3 stored at p = 5, 8 with staged geometry and persistent (three shared
+    # regions since v10), the full BP at p = 7 and 8 with the diagonal from the device, and
+    # the hexahedral solves (Q2 now on the fly)
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo all; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo all --precision f32; done
+    bench bp3 --backend cuda --geo stored --order 5,8 --geo-load both
+    bench bp3 --backend cuda --geo stored --order 5,8 --kernel persistent --min-blocks 0,2,3
+    bench bp3.5 --backend cuda --order 7,8 --geo otf --solve 1e-8 --alpha 1
+    solve_pcg "${HEX_SOLVES[@]}" "--box hex:48x48x48 --order 2"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
