@@ -422,6 +422,22 @@ pub struct OwnerSchedule {
     pub preds: Vec<u32>,
 }
 
+/// How many blocks of the v2 apply kernel `func` (order `p`, `q` points, `epb` elements
+/// per block, `dyn_smem` bytes of dynamic shared memory) one multiprocessor holds at once.
+fn resident_blocks_per_sm(
+    func: &CudaFunction,
+    p: usize,
+    q: usize,
+    epb: usize,
+    dyn_smem: usize,
+) -> Result<usize, GpuError> {
+    let t1d = (p + 1).max(q) as u32;
+    let per_sm = func
+        .occupancy_max_active_blocks_per_multiprocessor(t1d * t1d * epb as u32, dyn_smem, None)
+        .map_err(|e| GpuError::driver("occupancy query", e))?;
+    Ok(per_sm as usize)
+}
+
 /// The compact skeleton offsets `[elem][nsk]` of an interior-last space (the element's
 /// boundary nodes in the order of [`skeleton_table`]), and `nsk`.
 fn skeleton_offsets(space: &H1Space) -> (Vec<u32>, usize) {
@@ -1226,15 +1242,7 @@ impl<T: GpuReal> GpuBp<T> {
             let ngroups = own.len() - 1;
             // lookahead: one wave of resident groups ahead (scaled by `zero_ahead`)
             let ahead = if cfg.skeleton_zeroing.code() == 2 {
-                let t1d = (p + 1).max(q) as u32;
-                let per_sm = func
-                    .occupancy_max_active_blocks_per_multiprocessor(
-                        t1d * t1d * epb as u32,
-                        dyn_smem,
-                        None,
-                    )
-                    .map_err(|e| GpuError::driver("occupancy query", e))?;
-                let wave = per_sm as usize * dev.sm_count();
+                let wave = resident_blocks_per_sm(&func, p, q, epb, dyn_smem)? * dev.sm_count();
                 let pct = if cfg.zero_ahead == 0 {
                     100
                 } else {
@@ -1277,22 +1285,14 @@ impl<T: GpuReal> GpuBp<T> {
         let groups = nelem.div_ceil(epb);
         let grid = if cfg.persistent {
             // one wave: as many blocks as can be resident at once
-            let n = p + 1;
-            let t1d = n.max(q) as u32;
-            let per_sm = func
-                .occupancy_max_active_blocks_per_multiprocessor(
-                    t1d * t1d * epb as u32,
-                    dyn_smem,
-                    None,
-                )
-                .map_err(|e| GpuError::driver("occupancy query", e))?;
+            let per_sm = resident_blocks_per_sm(&func, p, q, epb, dyn_smem)?;
             if per_sm == 0 {
                 return Err(GpuError::Unsupported(format!(
                     "{} cannot be resident on this device (shared memory or registers)",
                     spec.name
                 )));
             }
-            groups.min(per_sm as usize * dev.sm_count())
+            groups.min(per_sm * dev.sm_count())
         } else {
             groups.div_ceil(cfg.groups_in_sequence)
         } as u32;
