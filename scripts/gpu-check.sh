@@ -390,6 +390,14 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7,8 --geo otf --solve 1e-8 --alpha 1
     solve_pcg "${HEX_SOLVES[@]}" "--box hex:48x48x48 --order 2"
     ;;
+  review8)
+    # the eighth session's last build (one occupancy helper for the persistent grid and the
+    # lookahead distance): the kernels that use it, and the hexahedral solves
+    bench bp3 --backend cuda --order 2 --geo stored
+    bench bp3.5 --backend cuda --order 3 --geo otf
+    bench bp1 --backend cuda --order 7 --geo stored --skeleton-zeroing host,lookahead
+    solve_pcg "${HEX_SOLVES[@]}"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
