@@ -398,6 +398,15 @@ case "$MODE" in
     bench bp1 --backend cuda --order 7 --geo stored --skeleton-zeroing host,lookahead
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v21)
+    # v14: the scatter's indices reloaded (late indices), and the tighter caps that opens
+    bench bp3 --backend cuda --geo stored --order 8 --late-indices false,true --min-blocks 5,6,7
+    bench bp3 --backend cuda --geo stored --order 7 --late-indices false,true --min-blocks 8,9,10
+    bench bp3 --backend cuda --geo stored --order 5 --late-indices false,true --min-blocks 7,8,9
+    bench bp3 --backend cuda --geo stored --order 3,4,6 --late-indices false,true
+    bench bp1 --backend cuda --geo stored --order 3,7 --late-indices false,true --min-blocks 12,14,16
+    bench bp1 --backend cuda --geo stored --order 8 --late-indices false,true --min-blocks 8,10
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -75,6 +75,7 @@ fn main() {
         cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
         cfg.even_odd = !has("plain");
         cfg.evict_first_geometry = has("cs");
+        cfg.late_indices = has("late");
         cfg.geo_prefetch = if has("pfl1") {
             GeoPrefetch::L1
         } else if has("pfl2") {

@@ -110,6 +110,16 @@
 #ifndef ORD
 #define ORD 0
 #endif
+// LATEIDX 1 (v14, non-persistent): the scatter reloads the skeleton offsets (read-only
+// loads the compiler cannot keep from the gather) instead of holding the N gather indices
+// in registers through the whole element: N fewer live registers, so tighter caps stay
+// spill-free
+#ifndef LATEIDX
+#define LATEIDX 0
+#endif
+#if LATEIDX && PIPE
+#error "LATEIDX is for the non-persistent kernel (the persistent one prefetches indices)"
+#endif
 // direct stored geometry loaded with the evict-first (streaming) policy, so that L2 keeps
 // the vectors and the skeleton's zeros rather than factors read once (GEOCS 1)
 #ifndef GEOCS
@@ -292,6 +302,28 @@ __device__ __forceinline__ u32 node_index(const u32* FF_RESTRICT off, u32 e, u32
 }
 #endif
 
+// the node index again at the scatter, its offset through a load the compiler cannot
+// merge with the gather's (LATEIDX)
+__device__ __forceinline__ u32 ld_nc_u32(const u32* p) {
+    u32 x;
+    asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(x) : "l"(p));
+    return x;
+}
+#if INTLAST
+__device__ __forceinline__ u32 node_index_late(const u32* off, u32 e, u32 nskel, int i, int j, int k) {
+    if (is_interior(i, j, k)) return nskel + e * (u32)NI + (u32)(((k - 1) * (N - 2) + (j - 1)) * (N - 2) + (i - 1));
+    return ld_nc_u32(off + (size_t)e * NSK + cSK[(k * N + j) * N + i]);
+}
+#else
+__device__ __forceinline__ u32 node_index_late(const u32* off, u32 e, u32, int i, int j, int k) {
+    return ld_nc_u32(off + (size_t)e * NNN + (k * N + j) * N + i);
+}
+#endif
+#if LATEIDX
+#define SCATTER_IDX(k) node_index_late(offsets, e, nskel, a, b, k)
+#else
+#define SCATTER_IDX(k) r_idx[k]
+#endif
 __device__ __forceinline__ u32 smem_u32(const void* p) {
     u32 a;
     asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
@@ -698,7 +730,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], out[k], is_interior(a, b, k));
+            for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), out[k], is_interior(a, b, k));
         }
 #else
 #if PIPE
@@ -884,7 +916,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if OP == 5
         if (active && OWNER) {
 #pragma unroll
-            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], rq[k], is_interior(a, b, k));
+            for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), rq[k], is_interior(a, b, k));
         }
 #else
         // transposed interpolation: z in registers -> sC (own column), then y -> sB, x -> sA
@@ -921,7 +953,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         __syncthreads();
         if (active && OWNER) {
 #pragma unroll
-            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], sA[k][b][a], is_interior(a, b, k));
+            for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), sA[k][b][a], is_interior(a, b, k));
         }
 #endif
 #endif  // ZFIRST

@@ -202,6 +202,10 @@ pub struct BpConfig {
     /// (streaming) cache policy, so that L2 keeps the vectors and the skeleton's zeros
     /// rather than factors that are read once.
     pub evict_first_geometry: bool,
+    /// v2, non-persistent (v14): the scatter reloads the skeleton offsets instead of
+    /// keeping the gather's indices in registers through the element, so that tighter
+    /// register caps stay free of spills.
+    pub late_indices: bool,
     /// v2, interior-last, non-persistent: who zeroes the skeleton.
     pub skeleton_zeroing: SkeletonZeroing,
     /// v2, non-persistent: element groups a thread block runs one after another (1: one
@@ -362,6 +366,7 @@ impl BpConfig {
             even_odd: true,
             geo_prefetch: GeoPrefetch::None,
             evict_first_geometry: false,
+            late_indices: false,
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
             zero_ahead: 0,
@@ -841,6 +846,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 .into(),
         ));
     }
+    if cfg.late_indices && (cfg.persistent || cfg.variant != Variant::Pencil) {
+        return Err(GpuError::Unsupported(
+            "late scatter indices exist for the non-persistent v2 kernel only".into(),
+        ));
+    }
     if cfg.geo_prefetch == GeoPrefetch::Registers && !cfg.register_columns {
         return Err(GpuError::Unsupported(
             "weights prefetched into registers exist for the register-column (v6) BP1 kernel only"
@@ -908,7 +918,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     };
     let spec = KernelSpec::new(
         format!(
-            "{}_{}_p{p}_q{q}_{}{}{}{}{}_e{epb}{}_{tag}{}",
+            "{}_{}_p{p}_q{q}_{}{}{}{}{}{}_e{epb}{}_{tag}{}",
             short_name(cfg.kind),
             T::NAME,
             if cfg.geo == GeoMode::Stored {
@@ -919,6 +929,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             if cfg.direct_geometry { "-direct" } else { "" },
             label_part('-', cfg.geo_prefetch.tag()),
             if cfg.evict_first_geometry { "-cs" } else { "" },
+            if cfg.late_indices { "-li" } else { "" },
             label_part('-', cfg.skeleton_zeroing.kernel_tag()),
             if cfg.groups_in_sequence > 1 {
                 format!("c{}", cfg.groups_in_sequence)
@@ -953,6 +964,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("EO", cfg.even_odd as u32)
     .define("GEOPF", cfg.geo_prefetch.code())
     .define("GEOCS", cfg.evict_first_geometry as u32)
+    .define("LATEIDX", cfg.late_indices as u32)
     .define("ORD", cfg.skeleton_zeroing.code())
     .define(
         "LALATE",
@@ -996,6 +1008,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         even_odd: true,
         geo_prefetch: GeoPrefetch::None,
         evict_first_geometry: false,
+        late_indices: false,
         skeleton_zeroing: SkeletonZeroing::Host,
         groups_in_sequence: 1,
         zero_ahead: 0,
@@ -1087,6 +1100,17 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     v.push((
                         BpConfig {
                             evict_first_geometry: true,
+                            ..t
+                        },
+                        p,
+                        false,
+                    ));
+                }
+                // and with the scatter's indices reloaded, where the kernel is not persistent
+                if !t.persistent {
+                    v.push((
+                        BpConfig {
+                            late_indices: true,
                             ..t
                         },
                         p,

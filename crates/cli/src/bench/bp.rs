@@ -180,6 +180,10 @@ pub struct BpArgs {
     /// policy, comma-separated to measure both on one mesh (`false,true`; default false).
     #[arg(long, value_delimiter = ',')]
     evict_first: Vec<bool>,
+    /// v2, non-persistent: the scatter reloads the skeleton offsets instead of keeping the
+    /// gather's indices in registers, comma-separated to measure both (`false,true`).
+    #[arg(long, value_delimiter = ',')]
+    late_indices: Vec<bool>,
     /// v2 on an interior-last space: who zeroes the output's skeleton before the elements
     /// accumulate into it, comma-separated to measure several on one mesh (default: the
     /// tuned choice, else `host`).
@@ -433,6 +437,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.groups_in_sequence.clear();
         base.zero_ahead.clear();
         base.evict_first.clear();
+        base.late_indices.clear();
         base.min_blocks.clear();
         base.elems_per_block.clear();
         return vec![base];
@@ -442,6 +447,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
     let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
+    let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
@@ -690,6 +696,7 @@ mod gpu {
             even_odd: !a.plain_contractions,
             geo_prefetch: GeoPrefetch::None,
             evict_first_geometry: false,
+            late_indices: false,
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
             zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
@@ -726,6 +733,9 @@ mod gpu {
             cfg.evict_first_geometry =
                 ef && cfg.direct_geometry && cfg.geo == ferrofem_cuda::bp::GeoMode::Stored;
         }
+        if let Some(&li) = a.late_indices.first() {
+            cfg.late_indices = li && !cfg.persistent;
+        }
         if let Some(pf) = a.geo_prefetch {
             cfg.geo_prefetch = match pf {
                 PrefetchArg::None => GeoPrefetch::None,
@@ -759,7 +769,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -773,6 +783,7 @@ mod gpu {
             cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}")),
             label_part('+', cfg.geo_prefetch.tag()),
             if cfg.evict_first_geometry { "+cs" } else { "" },
+            if cfg.late_indices { "+li" } else { "" },
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
             op.zero_ahead_groups()
