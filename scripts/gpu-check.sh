@@ -407,6 +407,23 @@ case "$MODE" in
     bench bp1 --backend cuda --geo stored --order 3,7 --late-indices false,true --min-blocks 12,14,16
     bench bp1 --backend cuda --geo stored --order 8 --late-indices false,true --min-blocks 8,10
     ;;
+  ncu13)
+    # hardware counters of the stored kernels still below 85 %: BP3 p = 5 and 8 (tuned), and
+    # BP1 p = 3 (70 % of the copy bandwidth in real bytes)
+    if command -v ncu >/dev/null; then
+      for c in "bp3 5" "bp3 8" "bp1 3"; do
+        set -- $c
+        ncu --clock-control none -k regex:bp_apply -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+            --section Occupancy --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis \
+            --section SchedulerStats --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored --reps 1 --warmup 0 > "$OUT/ncu-$1-p$2.txt" 2>&1
+        echo "== ncu $1 p=$2"
+        grep -E "DRAM Throughput|Memory Throughput|Duration|L2 Hit|L1/TEX Hit|Achieved Occupancy|Theoretical Occupancy|Registers Per|Warp Cycles Per Issued|Compute \(SM\)|Issue Slots|pipeline|dram__bytes|Block Limit|Eligible|No Eligible|stalled" "$OUT/ncu-$1-p$2.txt" | head -40
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
