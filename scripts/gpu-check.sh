@@ -424,6 +424,14 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v22)
+    # v15: the box's cells along a Morton curve against the generator's lexicographic order
+    # (one mesh per order and ordering), stored, and on the fly with Morton order
+    for bp in bp3 bp3.5 bp1; do
+      for ro in none morton; do bench $bp --backend cuda --order 3..8 --geo stored --reorder $ro; done
+    done
+    for bp in bp3 bp3.5; do bench $bp --backend cuda --order 5..8 --geo otf --reorder morton; done
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
@@ -514,7 +522,8 @@ for r in rows:
     extra = ""
     if r.get("solve_iterations"):
         extra = f"  PCG {r['solve_iterations']} it, {r['solve_dof_iters_per_s']/1e9:.1f} GDOF*it/s"
-    print(f"{r['bench']:6} {r['backend'][:4]:4} {r.get('kernel','')[:40]:40} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
+    kern = r.get('kernel', '') + ('+' + r['reorder'] if r.get('reorder') not in (None, '', 'none') else '')
+    print(f"{r['bench']:6} {r['backend'][:4]:4} {kern[:48]:48} {r['precision']} {r['geometry']:6} p={r['order']} dofs={r['dofs']:.2e} "
           f"{r['gdofs_per_s']:7.2f} GDOF/s {r['gbytes_per_s']:7.0f} GB/s {100*r['roofline_fraction']:5.1f}%  "
           f"regs={r['registers']} epb={r['elems_per_block']}{extra}")
 PY
