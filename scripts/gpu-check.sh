@@ -432,6 +432,22 @@ case "$MODE" in
     done
     for bp in bp3 bp3.5; do bench $bp --backend cuda --order 5..8 --geo otf --reorder morton; done
     ;;
+  ncu14)
+    # where BP3 stored p = 5's DRAM bytes beyond the model come from: L2 sector misses by
+    # operation (loads: the gather and the factors; reductions: the atomics) and DRAM totals
+    if command -v ncu >/dev/null; then
+      for c in "bp3 5" "bp3 8"; do
+        set -- $c
+        ncu --clock-control none -k regex:bp_apply -c 1 \
+            --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_write_lookup_miss.sum \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored --reps 1 --warmup 0 > "$OUT/ncu-$1-p$2-l2.txt" 2>&1
+        echo "== ncu $1 p=$2 (L2 sectors by operation)"
+        grep -E "dram__|gpu__time|lts__" "$OUT/ncu-$1-p$2-l2.txt"
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
