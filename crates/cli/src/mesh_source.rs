@@ -17,6 +17,22 @@ pub enum Reorder {
     Morton,
 }
 
+impl Reorder {
+    /// Renumbers `mesh` in place as this option says.
+    pub fn apply(self, mesh: &mut Mesh) {
+        match self {
+            Reorder::None => {}
+            Reorder::Rcm => {
+                mesh.renumber_vertices_rcm();
+                mesh.sort_cells_morton();
+            }
+            Reorder::Morton => {
+                mesh.sort_cells_morton();
+            }
+        }
+    }
+}
+
 /// Mesh selection shared by every subcommand.
 #[derive(Args, Debug, Clone)]
 pub struct MeshSource {
@@ -72,16 +88,7 @@ impl MeshSource {
                 ))
             }
         };
-        match self.reorder {
-            Reorder::None => {}
-            Reorder::Rcm => {
-                mesh.renumber_vertices_rcm();
-                mesh.sort_cells_morton();
-            }
-            Reorder::Morton => {
-                mesh.sort_cells_morton();
-            }
-        }
+        self.reorder.apply(&mut mesh);
         Ok(Loaded {
             mesh,
             origin,

@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz] [chunk=N] [otf] [epb=N] [minb=N] [ptx]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [ptx|source]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -102,6 +102,11 @@ fn main() {
         };
         k.expect("kernel").spec
     };
+    if has("source") {
+        // the generated CUDA source (to read a compiler error's line)
+        print!("{}", spec.source);
+        return;
+    }
     if has("ptx") {
         // the PTX instead of the ptxas report (to read what the contractions compile to)
         let out = compile_uncached(&spec, Target::Ptx(90)).unwrap_or_else(|e| panic!("{e}"));

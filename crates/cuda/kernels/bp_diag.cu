@@ -22,9 +22,6 @@
 // Arguments: tab = [B (Q*N) | D (Q*N) | points (Q) | weights (Q)]; geo as the apply kernel
 // reads it ([elem][GSTRIDE] stored factors, or [elem][3][8] vertices); d: zeroed by the host.
 
-#ifndef INTLAST
-#define INTLAST 0
-#endif
 #define NPT ((NNN + DT - 1) / DT)
 #if OP == 1
 #define NF 1
@@ -32,17 +29,6 @@
 #define NF (6 + MASS)
 #endif
 #define QQ (Q * Q)
-
-__device__ __forceinline__ u32 diag_node_index(const u32* FF_RESTRICT off, u32 e, u32 nskel, int i, int j, int k) {
-#if INTLAST
-    const u32 ni = (u32)((N - 2) * (N - 2) * (N - 2));
-    if (is_interior(i, j, k)) return nskel + e * ni + (u32)(((k - 1) * (N - 2) + (j - 1)) * (N - 2) + (i - 1));
-    return off[(size_t)e * (NNN - ni) + cSK[(k * N + j) * N + i]];
-#else
-    (void)nskel;
-    return off[(size_t)e * NNN + (k * N + j) * N + i];
-#endif
-}
 
 // (No __launch_bounds__: with one, ptxas trades spills for occupancy here; without, it stays
 // under 160 registers, and DT <= 256 threads always fit a multiprocessor's register file.)
@@ -157,7 +143,7 @@ extern "C" __global__ void bp_diagonal(const u32 nelem, const u32 nskel, const u
             const int n = tid + s * DT;
             if (n >= NNN) continue;
             const int i = n % N, j = (n / N) % N, k = n / (N * N);
-            accumulate(d, diag_node_index(offsets, e, nskel, i, j, k), acc[s], is_interior(i, j, k));
+            accumulate(d, node_index(offsets, e, nskel, i, j, k), acc[s], is_interior(i, j, k));
         }
     }
 }

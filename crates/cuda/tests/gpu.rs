@@ -4,7 +4,7 @@
 use ferrofem_base::random::random_vector;
 use ferrofem_cuda::blas::GpuBlas;
 use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GpuBp};
-use ferrofem_cuda::compile::DiskCache;
+use ferrofem_cuda::compile::{DiskCache, KernelSpec};
 use ferrofem_cuda::krylov::GpuKrylov;
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
 use ferrofem_fe::{gauss_legendre, gauss_lobatto_legendre, QuadratureRule, Rule1D};
@@ -50,8 +50,26 @@ fn cpu_apply(mesh: &Mesh, space: &H1Space, kind: TensorKind, x: &[f64]) -> Vec<f
     y
 }
 
-/// `None` when the configuration is refused as unsupported (e.g. too many elements per
-/// block for the shared memory at this order).
+/// The operator of `cfg`; `None` when a forced block shape is refused as unsupported (e.g.
+/// too many elements per block for the shared memory at this order); any other refusal
+/// fails the test.
+fn gpu_op<T: GpuReal>(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    space: &H1Space,
+    cfg: BpConfig,
+) -> Option<GpuBp<T>> {
+    match GpuBp::<T>::new(dev, mesh, space, cfg) {
+        Ok(op) => Some(op),
+        Err(ferrofem_cuda::GpuError::Unsupported(msg)) if cfg.elems_per_block.is_some() => {
+            eprintln!("skipped {cfg:?}: {msg}");
+            None
+        }
+        Err(e) => panic!("{cfg:?}: {e}"),
+    }
+}
+
+/// `A x` on the device; `None` where [`gpu_op`] skips the configuration.
 fn gpu_apply<T: GpuReal>(
     dev: &Arc<GpuDevice>,
     mesh: &Mesh,
@@ -59,14 +77,7 @@ fn gpu_apply<T: GpuReal>(
     cfg: BpConfig,
     x: &[f64],
 ) -> Option<Vec<f64>> {
-    let op = match GpuBp::<T>::new(dev, mesh, space, cfg) {
-        Ok(op) => op,
-        Err(ferrofem_cuda::GpuError::Unsupported(msg)) if cfg.elems_per_block.is_some() => {
-            eprintln!("skipped {cfg:?}: {msg}");
-            return None;
-        }
-        Err(e) => panic!("{cfg:?}: {e}"),
-    };
+    let op = gpu_op::<T>(dev, mesh, space, cfg)?;
     let xt: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
     let u = DeviceVec::from_host(dev, &xt, "x").unwrap();
     let mut v = DeviceVec::<T>::from_host(dev, &vec![T::of(f64::NAN); x.len()], "y").unwrap();
@@ -74,31 +85,38 @@ fn gpu_apply<T: GpuReal>(
     Some(v.to_host().unwrap().iter().map(|t| t.as_f64()).collect())
 }
 
-/// Compiles every tested specialisation in parallel (NVRTC is single-threaded per call),
-/// so the sequential checks below find them in the device's module cache.
-fn precompile(dev: &Arc<GpuDevice>) {
-    let configs = tested_configurations();
+/// Compiles `specs` in parallel (NVRTC is single-threaded per call), so the sequential
+/// checks that follow find them in the device's module cache.
+fn compile_all(dev: &Arc<GpuDevice>, specs: &[KernelSpec]) {
     let threads = std::thread::available_parallelism()
         .map_or(4, |n| n.get())
         .min(16);
     std::thread::scope(|s| {
         for t in 0..threads {
-            let configs = &configs;
             let dev = dev.clone();
             s.spawn(move || {
-                for (cfg, p, f32) in configs.iter().skip(t).step_by(threads) {
-                    let k = if *f32 {
-                        bp_kernel::<f32>(*cfg, *p)
-                    } else {
-                        bp_kernel::<f64>(*cfg, *p)
-                    };
-                    if let Ok(k) = k {
-                        dev.module(&k.spec).unwrap_or_else(|e| panic!("{e}"));
-                    }
+                for spec in specs.iter().skip(t).step_by(threads) {
+                    dev.module(spec).unwrap_or_else(|e| panic!("{e}"));
                 }
             });
         }
     });
+}
+
+/// Compiles every tested specialisation ([`tested_configurations`]) in parallel.
+fn precompile(dev: &Arc<GpuDevice>) {
+    let specs: Vec<KernelSpec> = tested_configurations()
+        .into_iter()
+        .filter_map(|(cfg, p, f32)| {
+            if f32 {
+                bp_kernel::<f32>(cfg, p).ok()
+            } else {
+                bp_kernel::<f64>(cfg, p).ok()
+            }
+            .map(|k| k.spec)
+        })
+        .collect();
+    compile_all(dev, &specs);
 }
 
 #[test]
@@ -603,7 +621,7 @@ fn residual_kernels_match_the_cpu_form_operator() {
 }
 
 /// The device diagonal ([`GpuBp::diagonal`]) of `cfg` on `space`, with identity rows on
-/// `dirichlet`; `None` when the configuration is refused as unsupported.
+/// `dirichlet`; `None` where [`gpu_op`] skips the configuration.
 fn gpu_diagonal<T: GpuReal>(
     dev: &Arc<GpuDevice>,
     mesh: &Mesh,
@@ -611,14 +629,7 @@ fn gpu_diagonal<T: GpuReal>(
     cfg: BpConfig,
     dirichlet: &[u32],
 ) -> Option<Vec<f64>> {
-    let mut op = match GpuBp::<T>::new(dev, mesh, space, cfg) {
-        Ok(op) => op,
-        Err(ferrofem_cuda::GpuError::Unsupported(msg)) => {
-            eprintln!("skipped {cfg:?}: {msg}");
-            return None;
-        }
-        Err(e) => panic!("{cfg:?}: {e}"),
-    };
+    let mut op = gpu_op::<T>(dev, mesh, space, cfg)?;
     op.set_dirichlet(dirichlet).unwrap();
     let d = op.diagonal().unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
     Some(d.to_host().unwrap().iter().map(|t| t.as_f64()).collect())
@@ -671,27 +682,19 @@ fn bp_diagonal_matches_the_cpu_twin() {
         }
     }
     // compile the operators' and the diagonal's kernels in parallel first
-    let threads = std::thread::available_parallelism()
-        .map_or(4, |n| n.get())
-        .min(16);
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let (cases, dev) = (&cases, dev.clone());
-            s.spawn(move || {
-                for (cfg, p, _) in cases.iter().skip(t).step_by(threads) {
-                    let specs = [
-                        bp_kernel::<f64>(*cfg, *p).map(|k| k.spec),
-                        bp_kernel::<f32>(*cfg, *p).map(|k| k.spec),
-                        GpuBp::<f64>::diagonal_kernel(*cfg, *p),
-                        GpuBp::<f32>::diagonal_kernel(*cfg, *p),
-                    ];
-                    for spec in specs.into_iter().flatten() {
-                        dev.module(&spec).unwrap_or_else(|e| panic!("{e}"));
-                    }
-                }
-            });
-        }
-    });
+    let specs: Vec<KernelSpec> = cases
+        .iter()
+        .flat_map(|&(cfg, p, _)| {
+            [
+                bp_kernel::<f64>(cfg, p).map(|k| k.spec),
+                bp_kernel::<f32>(cfg, p).map(|k| k.spec),
+                GpuBp::<f64>::diagonal_kernel(cfg, p),
+                GpuBp::<f32>::diagonal_kernel(cfg, p),
+            ]
+        })
+        .flatten()
+        .collect();
+    compile_all(&dev, &specs);
     let mut failures = Vec::new();
     let mut rows = Vec::new();
     let mut checked = 0;

@@ -304,16 +304,7 @@ fn problem(p: usize, a: &BpArgs) -> Result<Problem, CliError> {
     let n = elems_per_dir(p, a.dofs);
     let spec = BoxSpec::parse(&format!("hex:{n}x{n}x{n},perturb={},seed=1", a.perturb))?;
     let mut mesh = generate_box(&spec)?;
-    match a.reorder {
-        Reorder::None => {}
-        Reorder::Rcm => {
-            mesh.renumber_vertices_rcm();
-            mesh.sort_cells_morton();
-        }
-        Reorder::Morton => {
-            mesh.sort_cells_morton();
-        }
-    }
+    a.reorder.apply(&mut mesh);
     let mut space = H1Space::new(&mesh, p, 1)?;
     if a.numbering == Numbering::InteriorLast {
         space = space.interior_last();
