@@ -448,6 +448,12 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  review9)
+    # after the review (one node_index for the apply and diagonal kernels): the tuned stored
+    # kernels at p = 5, 7 and the hexahedral solves
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 5,7 --geo stored; done
+    solve_pcg "${HEX_SOLVES[@]}"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
