@@ -454,6 +454,18 @@ case "$MODE" in
     for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 5,7 --geo stored; done
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v23)
+    # v16 (ninth session): pipelined skeleton zeroing (launches in chunks, each zeroing the
+    # next one's skeleton, programmatic dependent launch) against the reverse fill on every
+    # stored kernel, one mesh per order; the launch count where it matters most; on the fly
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,pipelined
+    done
+    bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing pipelined --pipeline-chunks 8,32,256
+    bench bp3 --backend cuda --order 5,8 --geo stored --skeleton-zeroing pipelined --pipeline-chunks 16,64,512
+    bench bp3.5 --backend cuda --order 7 --geo otf --skeleton-zeroing host,pipelined
+    bench bp1 --backend cuda --order 7 --geo otf --skeleton-zeroing host,pipelined
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -91,6 +91,8 @@ fn main() {
             SkeletonZeroing::Lookahead
         } else if has("lal") {
             SkeletonZeroing::LookaheadLate
+        } else if has("pl") {
+            SkeletonZeroing::Pipelined
         } else {
             SkeletonZeroing::Host
         };

@@ -50,6 +50,13 @@
 // it needs (its own range's and its other owners') with relaxed loads at its start and,
 // before the scatter, acquires them with one fence where they were already raised, else
 // waits (acquire). No block waits before it publishes, and it only waits for lower groups.
+// ORD 3 (v16, pipelined): the host launches the element groups in chunks, in order, each
+// launch after the first with programmatic dependent launch (PDL). Chunk k's blocks zero
+// the skeleton owned by chunk k + 1 (owner numbering: no element of chunks <= k touches it)
+// after their own scatter; chunk k + 1's blocks start early, gather and contract, and
+// wait (griddepcontrol.wait: chunk k complete, its stores visible) only before their
+// scatter. No flags and no inter-block order: the hardware's grid dependency replaces
+// them, and with chunks of an L2's worth of traffic the zeros meet the atomics in L2.
 // Dynamic shared memory: (GALL + EPB * WORK) reals.
 
 #define QQ (Q * Q)
@@ -152,15 +159,30 @@ __device__ __forceinline__ float ld_cs(const float* p) {
 #if ORD && (PIPE || !INTLAST)
 #error "ORD (owner zeroing) needs the non-persistent kernel and interior-last numbering"
 #endif
-#if ORD == 2 && CHUNK != 1
-#error "ORD 2 (lookahead zeroing) runs one element group per block"
+#if (ORD == 2 || ORD == 3) && CHUNK != 1
+#error "ORD 2 and 3 (lookahead and pipelined zeroing) run one element group per block"
 #endif
+// programmatic dependent launch (sm_90): let the next launch in the stream start, and wait
+// for the previous one to complete with its stores visible; no-ops on earlier devices,
+// where the launches are simply stream-ordered
+__device__ __forceinline__ void pdl_trigger() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 #ifndef LALATE
 #define LALATE 0
 #endif
 #if ORD == 2
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
                    const u32* FF_RESTRICT preds, const u32 epoch, const u32 ahead
+#elif ORD == 3
+#define ORD_PARAMS , const u32 gbase, const u32 zbeg, const u32 zend
 #elif ORD
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
                    const u32* FF_RESTRICT preds, const u32 epoch
@@ -213,6 +235,11 @@ __device__ __forceinline__ u32 ld_relaxed_u32(const u32* p) {
             if (preds[t] >= ahead) wait_flag(flags, preds[t], epoch);                     \
     } while (0)
 #define ORD_PUBLISH() do { } while (0)
+#elif ORD == 3
+#define ORD_MID() do { } while (0)
+#define ORD_PUBLISH() do { } while (0)
+// the previous chunk (which zeroed this chunk's skeleton) complete and visible
+#define ORD_WAIT() pdl_wait()
 #elif ORD
 #define ORD_MID() do { } while (0)
 // every owner's flag: the thread's own (preloaded) first, then any beyond NTHREADS
@@ -535,7 +562,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #else
     // a block runs CHUNK element groups one after another (the owner unit of ORD)
+#if ORD == 3
+    const u32 grp = gbase + blockIdx.x;
+    pdl_trigger();
+#else
     const u32 grp = blockIdx.x;
+#endif
 #if ORD == 1
     // zero the skeleton nodes this block's groups own (the lines stay in L2 for the atomics)
     {
@@ -929,6 +961,16 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int k = 0; k < N; k++) r_idx[k] = r_nidx[k];
 #endif
     }
+#if ORD == 3
+    // this launch's share of the next chunk's skeleton: zeros written late, still in L2
+    // when the next chunk's atomics come (nothing of this chunk touches those nodes)
+    {
+        const u32 per = (zend - zbeg + gridDim.x - 1) / gridDim.x;
+        const u32 z0 = zbeg + blockIdx.x * per;
+        const u32 z1 = z0 + per < zend ? z0 + per : zend;
+        for (u32 t = z0 + tid; t < z1; t += NTHREADS) v[t] = (real)0;
+    }
+#endif
 }
 
 extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, const real* FF_RESTRICT u, real* FF_RESTRICT v, u32 m) {

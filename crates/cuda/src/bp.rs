@@ -101,6 +101,11 @@ pub enum SkeletonZeroing {
     /// [`SkeletonZeroing::Lookahead`] with the flag published just before the block's
     /// own wait, as late as possible (for comparison).
     LookaheadLate,
+    /// v16: the element groups run as [`BpConfig::pipeline_chunks`] launches in order;
+    /// each zeroes the skeleton the next one owns, and the next one, started early by
+    /// programmatic dependent launch, waits for it only before its scatter. The zeros
+    /// meet the atomics in L2 without flags between blocks.
+    Pipelined,
 }
 
 impl SkeletonZeroing {
@@ -109,10 +114,11 @@ impl SkeletonZeroing {
             SkeletonZeroing::Host | SkeletonZeroing::Memset => 0,
             SkeletonZeroing::Owner => 1,
             SkeletonZeroing::Lookahead | SkeletonZeroing::LookaheadLate => 2,
+            SkeletonZeroing::Pipelined => 3,
         }
     }
 
-    /// Whether the kernel's blocks zero the skeleton (with flags between them).
+    /// Whether the kernel's blocks zero (part of) the skeleton.
     pub fn in_kernel(self) -> bool {
         self.code() != 0
     }
@@ -135,6 +141,7 @@ impl SkeletonZeroing {
             SkeletonZeroing::Owner => "oz",
             SkeletonZeroing::Lookahead => "la",
             SkeletonZeroing::LookaheadLate => "lal",
+            SkeletonZeroing::Pipelined => "pl",
         }
     }
 }
@@ -215,6 +222,9 @@ pub struct BpConfig {
     /// With [`SkeletonZeroing::Lookahead`]: how far ahead a block zeroes, in percent of
     /// the element groups resident on the device at once (0: 100, one wave ahead).
     pub zero_ahead: u32,
+    /// With [`SkeletonZeroing::Pipelined`]: launches per application (0: as many as make
+    /// each launch's model traffic about a third of the device's L2).
+    pub pipeline_chunks: u32,
 }
 
 impl BpConfig {
@@ -370,6 +380,7 @@ impl BpConfig {
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
             zero_ahead: 0,
+            pipeline_chunks: 0,
         }
     }
 }
@@ -397,6 +408,60 @@ pub struct GpuBp<T: GpuReal> {
     /// The reverse-order skeleton fill (v2 kernels' module), where the host zeroes it.
     zero_fill: Option<CudaFunction>,
     owners: Option<OwnerState>,
+    pipeline: Option<Box<Pipeline>>,
+}
+
+/// The launches of [`SkeletonZeroing::Pipelined`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    /// The skeleton prefix owned by the first launch's groups, zeroed before it.
+    pub prefill: u32,
+    /// Per launch: its first element group, its number of groups, and the skeleton range
+    /// it zeroes for the next launch.
+    pub chunks: Vec<PipelineChunk>,
+}
+
+/// One launch of a [`Pipeline`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelineChunk {
+    /// First element group.
+    pub gbase: u32,
+    /// Element groups (thread blocks).
+    pub groups: u32,
+    /// The skeleton range `zbeg..zend` owned by the next launch, zeroed by this one.
+    pub zbeg: u32,
+    /// End of that range.
+    pub zend: u32,
+}
+
+impl Pipeline {
+    /// `chunks` launches of nearly equal numbers of groups over the owned ranges `own`
+    /// (`own[g]..own[g + 1]`: the skeleton whose lowest-numbered group is `g`).
+    pub fn new(own: &[u32], chunks: usize) -> Pipeline {
+        let ngroups = own.len().saturating_sub(1);
+        let c = chunks.clamp(1, ngroups.max(1));
+        let bound: Vec<usize> = (0..=c).map(|k| k * ngroups / c).collect();
+        let chunks = (0..c)
+            .map(|k| {
+                let (zbeg, zend) = if k + 1 < c {
+                    (own[bound[k + 1]], own[bound[k + 2]])
+                } else {
+                    (0, 0)
+                };
+                PipelineChunk {
+                    gbase: bound[k] as u32,
+                    groups: (bound[k + 1] - bound[k]) as u32,
+                    zbeg,
+                    zend,
+                }
+            })
+            .filter(|ch| ch.groups > 0)
+            .collect();
+        Pipeline {
+            prefill: own.get(bound[1]).copied().unwrap_or(0),
+            chunks,
+        }
+    }
 }
 
 /// Device state of the in-kernel skeleton zeroing ([`SkeletonZeroing::Owner`]).
@@ -826,9 +891,9 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space".into(),
         ));
     }
-    if cfg.skeleton_zeroing.code() == 2 && cfg.groups_in_sequence != 1 {
+    if cfg.skeleton_zeroing.code() >= 2 && cfg.groups_in_sequence != 1 {
         return Err(GpuError::Unsupported(
-            "lookahead skeleton zeroing runs one element group per block".into(),
+            "lookahead and pipelined skeleton zeroing run one element group per block".into(),
         ));
     }
     if cfg.groups_in_sequence == 0
@@ -1012,6 +1077,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         skeleton_zeroing: SkeletonZeroing::Host,
         groups_in_sequence: 1,
         zero_ahead: 0,
+        pipeline_chunks: 0,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -1140,9 +1206,10 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                         SkeletonZeroing::Owner,
                         SkeletonZeroing::Lookahead,
                         SkeletonZeroing::LookaheadLate,
+                        SkeletonZeroing::Pipelined,
                     ] {
                         for chunk in [1, 4] {
-                            if zeroing.code() == 2 && chunk > 1 {
+                            if zeroing.code() >= 2 && chunk > 1 {
                                 continue;
                             }
                             let c = BpConfig {
@@ -1257,7 +1324,7 @@ impl<T: GpuReal> GpuBp<T> {
             )
             .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
         }
-        let owners = if !cfg.skeleton_zeroing.in_kernel() {
+        let owners = if !cfg.skeleton_zeroing.in_kernel() || cfg.skeleton_zeroing.code() == 3 {
             None
         } else {
             let nsk = skeleton_table(p + 1).1;
@@ -1296,11 +1363,22 @@ impl<T: GpuReal> GpuBp<T> {
                 prefill,
             })
         };
+        // pipelined zeroing: the ranges each element group owns (the launches are cut
+        // once the model is known, below)
+        let pipeline_own = if cfg.skeleton_zeroing.code() == 3 {
+            let nsk = skeleton_table(p + 1).1;
+            Some(owner_schedule(&offsets_host, nsk, nskel, epb)?.own)
+        } else {
+            None
+        };
         let ident = dev.function(&spec, "bp_dirichlet_identity")?;
         let zero_fill = if cfg.variant == Variant::Pencil
             && matches!(
                 cfg.skeleton_zeroing,
-                SkeletonZeroing::Host | SkeletonZeroing::Lookahead | SkeletonZeroing::LookaheadLate
+                SkeletonZeroing::Host
+                    | SkeletonZeroing::Lookahead
+                    | SkeletonZeroing::LookaheadLate
+                    | SkeletonZeroing::Pipelined
             ) {
             Some(dev.function(&spec, "bp_zero_skeleton")?)
         } else {
@@ -1347,7 +1425,7 @@ impl<T: GpuReal> GpuBp<T> {
                 geo
             }
         };
-        Ok(GpuBp {
+        let mut op = GpuBp {
             dev: dev.clone(),
             cfg,
             order: p,
@@ -1372,7 +1450,20 @@ impl<T: GpuReal> GpuBp<T> {
             ident,
             zero_fill,
             owners,
-        })
+            pipeline: None,
+        };
+        if let Some(own) = pipeline_own {
+            let chunks = if cfg.pipeline_chunks > 0 {
+                cfg.pipeline_chunks as usize
+            } else {
+                // each launch's model traffic about a third of L2, so that the zeros it
+                // writes are still there when the next launch's atomics come
+                let target = dev.l2_bytes() as f64 / 3.0;
+                (op.model().bytes / target).ceil() as usize
+            };
+            op.pipeline = Some(Box::new(Pipeline::new(&own, chunks)));
+        }
+        Ok(op)
     }
 
     /// Rows with these dofs become identity rows (Dirichlet conditions for CG): inputs at
@@ -1423,6 +1514,11 @@ impl<T: GpuReal> GpuBp<T> {
             .map(|o| o.ahead)
     }
 
+    /// With pipelined skeleton zeroing: the launches of one application.
+    pub fn pipeline(&self) -> Option<&Pipeline> {
+        self.pipeline.as_deref()
+    }
+
     /// Thread blocks launched per application (one wave for the persistent kernel).
     pub fn grid(&self) -> u32 {
         self.grid
@@ -1449,10 +1545,11 @@ impl<T: GpuReal> GpuBp<T> {
         }
         // interior nodes are stored, not accumulated: only the skeleton part needs zeroing,
         // and not here when the kernel's blocks zero what they own
-        match (&self.owners, self.cfg.interior_last) {
-            (Some(o), _) => self.zero_prefix(v, o.prefill)?,
-            (None, true) => self.zero_prefix(v, self.nskel as u32)?,
-            (None, false) => v.fill_zero()?,
+        match (&self.owners, &self.pipeline, self.cfg.interior_last) {
+            (Some(o), _, _) => self.zero_prefix(v, o.prefill)?,
+            (None, Some(pl), _) => self.zero_prefix(v, pl.prefill)?,
+            (None, None, true) => self.zero_prefix(v, self.nskel as u32)?,
+            (None, None, false) => v.fill_zero()?,
         }
         let n = self.order + 1;
         let t1d = n.max(self.q1d) as u32;
@@ -1463,6 +1560,10 @@ impl<T: GpuReal> GpuBp<T> {
         };
         let nelem = self.nelem as u32;
         let stream = self.dev.stream();
+        if let Some(pl) = &self.pipeline {
+            self.launch_pipeline(pl, cfg, u, v)?;
+            return self.dirichlet_identity(u, v);
+        }
         let mut b = stream.launch_builder(&self.func);
         let nskel = self.nskel as u32;
         b.arg(&nelem)
@@ -1492,6 +1593,93 @@ impl<T: GpuReal> GpuBp<T> {
             kernel: self.spec.name.clone(),
             source: e,
         })?;
+        self.dirichlet_identity(u, v)
+    }
+
+    /// The launches of [`SkeletonZeroing::Pipelined`]: the first one stream-ordered (it
+    /// reads what earlier work wrote), the others with programmatic dependent launch.
+    fn launch_pipeline(
+        &self,
+        pl: &Pipeline,
+        cfg: LaunchConfig,
+        u: &DeviceVec<T>,
+        v: &mut DeviceVec<T>,
+    ) -> Result<(), GpuError> {
+        use cudarc::driver::sys;
+        use cudarc::driver::{DevicePtr, DevicePtrMut};
+        let stream = self.dev.stream();
+        self.dev
+            .context()
+            .bind_to_thread()
+            .map_err(|e| GpuError::driver("binding the context", e))?;
+        let pdl = self.dev.compute_capability().0 >= 9;
+        let (nelem, nskel) = (self.nelem as u32, self.nskel as u32);
+        let (offsets, _s0) = self.offsets.slice().device_ptr(stream);
+        let (geo, _s1) = self.geo.slice().device_ptr(stream);
+        let (mats, _s2) = self.mats.slice().device_ptr(stream);
+        let (up, _s3) = u.slice().device_ptr(stream);
+        let (vp, _s4) = v.slice_mut().device_ptr_mut(stream);
+        let alpha = self.alpha;
+        for (k, ch) in pl.chunks.iter().enumerate() {
+            let (gbase, zbeg, zend) = (ch.gbase, ch.zbeg, ch.zend);
+            let mut args: [*mut std::ffi::c_void; 11] = [
+                &nelem as *const u32 as *mut _,
+                &nskel as *const u32 as *mut _,
+                &offsets as *const sys::CUdeviceptr as *mut _,
+                &geo as *const sys::CUdeviceptr as *mut _,
+                &mats as *const sys::CUdeviceptr as *mut _,
+                &up as *const sys::CUdeviceptr as *mut _,
+                &vp as *const sys::CUdeviceptr as *mut _,
+                &alpha as *const T as *mut _,
+                &gbase as *const u32 as *mut _,
+                &zbeg as *const u32 as *mut _,
+                &zend as *const u32 as *mut _,
+            ];
+            // SAFETY: an all-zero launch attribute is valid; the id and value set below.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            let with_pdl = pdl && k > 0;
+            let config = sys::CUlaunchConfig {
+                gridDimX: ch.groups,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: cfg.block_dim.0,
+                blockDimY: cfg.block_dim.1,
+                blockDimZ: cfg.block_dim.2,
+                sharedMemBytes: cfg.shared_mem_bytes,
+                hStream: stream.cu_stream(),
+                attrs: if with_pdl {
+                    &mut attr
+                } else {
+                    std::ptr::null_mut()
+                },
+                numAttrs: with_pdl as u32,
+            };
+            // SAFETY: the arguments match bp_apply's signature under ORD 3 (the device
+            // pointers and values outlive the call, which copies them); the launch covers
+            // groups gbase .. gbase + groups of the buffers sized by `new`.
+            unsafe {
+                sys::cuLaunchKernelEx(
+                    &config,
+                    self.func.cu_function(),
+                    args.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+            .map_err(|e| GpuError::Launch {
+                kernel: self.spec.name.clone(),
+                source: e,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Copies the Dirichlet rows through (identity rows) after the element kernel.
+    fn dirichlet_identity(&self, u: &DeviceVec<T>, v: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        let stream = self.dev.stream();
         if let Some(d) = &self.dirichlet {
             let m = d.len() as u32;
             let cfg = LaunchConfig::for_num_elems(m);
@@ -1632,6 +1820,40 @@ mod tests {
             owner_schedule(&off[1..], nsk, nskel, 1),
             Err(GpuError::Unsupported(_))
         ));
+    }
+
+    #[test]
+    fn pipeline_launches_zero_each_next_launchs_skeleton_and_nothing_they_touch() {
+        use ferrofem_mesh::{generate_box, BoxSpec};
+        let m = generate_box(&BoxSpec::parse("hex:5x4x3,perturb=0.1,seed=4").unwrap()).unwrap();
+        let space = H1Space::new(&m, 3, 1).unwrap().interior_last();
+        let nskel = space.skeleton_nodes().unwrap();
+        let (off, nsk) = skeleton_offsets(&space);
+        for epb in [1, 3] {
+            let own = owner_schedule(&off, nsk, nskel, epb).unwrap().own;
+            let ngroups = own.len() - 1;
+            for chunks in [1, 2, 7, ngroups, ngroups + 5] {
+                let pl = Pipeline::new(&own, chunks);
+                assert_eq!(pl.chunks.len(), chunks.min(ngroups));
+                // the prefill and the launches' ranges zero the skeleton once, in order
+                let mut next = pl.prefill;
+                let mut group = 0;
+                for (k, ch) in pl.chunks.iter().enumerate() {
+                    assert_eq!(ch.gbase, group);
+                    group += ch.groups;
+                    if k + 1 < pl.chunks.len() {
+                        assert_eq!(ch.zbeg, next);
+                        next = ch.zend;
+                        // no element of this launch or an earlier one touches the range
+                        let elems = &off[..((group as usize) * epb).min(m.num_cells()) * nsk];
+                        assert!(elems.iter().all(|&n| n < ch.zbeg || n >= ch.zend));
+                    } else {
+                        assert_eq!((ch.zbeg, ch.zend), (0, 0));
+                    }
+                }
+                assert_eq!((next, group as usize), (nskel as u32, ngroups));
+            }
+        }
     }
 
     /// The kernels' even-odd `contract` (kernels/bp_pencil.cu), step for step on the host.

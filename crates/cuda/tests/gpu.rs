@@ -210,8 +210,9 @@ fn shuffled_cells(mesh: &Mesh, seed: u64) -> Mesh {
     Mesh::new(mesh.cell_type(), mesh.coords().to_vec(), cells).unwrap()
 }
 
-/// v8 and v12: the kernel zeroes the skeleton itself (owner flags between blocks; v12 one
-/// wave ahead, or a few groups ahead so that blocks do wait). A race
+/// v8, v12 and v16: the kernel zeroes the skeleton itself (owner flags between blocks; v12
+/// one wave ahead, or a few groups ahead so that blocks do wait; v16 each launch of a
+/// pipeline for the next, from 2 launches to launches of a few blocks). A race
 /// would show as a wrong or NaN entry (the output starts as NaN) in some launch, so each
 /// case is launched many times on meshes with thousands of blocks, structured and shuffled.
 #[test]
@@ -238,15 +239,19 @@ fn owner_zeroing_matches_the_cpu_twin_in_every_launch() {
         let x = random_vector(space.num_dofs(), 3);
         let want = cpu_apply(&m, &space, kind, &x);
         // (zeroing, groups in sequence, lookahead in percent of a wave: 1 % makes blocks
-        // wait for flags still being raised, 100 % is the default)
+        // wait for flags still being raised, 100 % is the default; pipeline launches)
         let modes = [
-            (SkeletonZeroing::Owner, 1, 0),
-            (SkeletonZeroing::Owner, 4, 0),
-            (SkeletonZeroing::Lookahead, 1, 1),
-            (SkeletonZeroing::Lookahead, 1, 100),
-            (SkeletonZeroing::LookaheadLate, 1, 2),
+            (SkeletonZeroing::Owner, 1, 0, 0),
+            (SkeletonZeroing::Owner, 4, 0, 0),
+            (SkeletonZeroing::Lookahead, 1, 1, 0),
+            (SkeletonZeroing::Lookahead, 1, 100, 0),
+            (SkeletonZeroing::LookaheadLate, 1, 2, 0),
+            (SkeletonZeroing::Pipelined, 1, 0, 0),
+            (SkeletonZeroing::Pipelined, 1, 0, 2),
+            (SkeletonZeroing::Pipelined, 1, 0, 7),
+            (SkeletonZeroing::Pipelined, 1, 0, 150),
         ];
-        for (zeroing, chunk, ahead) in modes {
+        for (zeroing, chunk, ahead, launches) in modes {
             for epb in [None, Some(1)] {
                 let mut cfg = BpConfig::tuned(kind, ferrofem_cuda::bp::GeoMode::Stored, p);
                 cfg.persistent = false;
@@ -254,7 +259,20 @@ fn owner_zeroing_matches_the_cpu_twin_in_every_launch() {
                 cfg.skeleton_zeroing = zeroing;
                 cfg.groups_in_sequence = chunk;
                 cfg.zero_ahead = ahead;
+                cfg.pipeline_chunks = launches;
                 let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
+                if let Some(pl) = op.pipeline() {
+                    // the launches cover every group once, in order
+                    let mut next = 0;
+                    for ch in &pl.chunks {
+                        assert_eq!(ch.gbase, next);
+                        next += ch.groups;
+                    }
+                    assert_eq!(next, op.grid());
+                    if launches > 0 {
+                        assert_eq!(pl.chunks.len(), (launches as usize).min(op.grid() as usize));
+                    }
+                }
                 let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
                 let nan = vec![f64::NAN; x.len()];
                 let mut v = DeviceVec::<f64>::from_host(&dev, &nan, "y").unwrap();
@@ -267,9 +285,10 @@ fn owner_zeroing_matches_the_cpu_twin_in_every_launch() {
                     let err = rel_err(&got, &want);
                     assert!(
                         err < 1e-12,
-                        "{} p={p} {n}^3 shuffled={shuffle} {zeroing:?} chunk={chunk} ahead={:?} epb={epb:?} launch {launch}: rel err {err:e}",
+                        "{} p={p} {n}^3 shuffled={shuffle} {zeroing:?} chunk={chunk} ahead={:?} launches={:?} epb={epb:?} launch {launch}: rel err {err:e}",
                         kind.name(),
-                        op.zero_ahead_groups()
+                        op.zero_ahead_groups(),
+                        op.pipeline().map(|pl| pl.chunks.len())
                     );
                     checked += 1;
                 }

@@ -90,6 +90,9 @@ pub enum ZeroingArg {
     Lookahead,
     /// As `lookahead`, the flag raised just before the block's own wait.
     LookaheadLate,
+    /// Launches in chunks, each zeroing the next one's skeleton, overlapped by
+    /// programmatic dependent launch (v16).
+    Pipelined,
 }
 
 /// How the v2 kernels read stored geometry.
@@ -205,6 +208,10 @@ pub struct BpArgs {
     /// 100).
     #[arg(long, value_delimiter = ',')]
     zero_ahead: Vec<u32>,
+    /// With `--skeleton-zeroing pipelined`: launches per application, comma-separated to
+    /// measure several (default 0: each launch about a third of L2 in model bytes).
+    #[arg(long, value_delimiter = ',')]
+    pipeline_chunks: Vec<u32>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -448,6 +455,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.skeleton_zeroing.clear();
         base.groups_in_sequence.clear();
         base.zero_ahead.clear();
+        base.pipeline_chunks.clear();
         base.evict_first.clear();
         base.late_indices.clear();
         base.min_blocks.clear();
@@ -458,6 +466,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.skeleton_zeroing, |c, v| c.skeleton_zeroing = v);
     let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
     let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
+    let all = split(all, &a.pipeline_chunks, |c, v| c.pipeline_chunks = v);
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
@@ -713,6 +722,7 @@ mod gpu {
             skeleton_zeroing: SkeletonZeroing::Host,
             groups_in_sequence: 1,
             zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
+            pipeline_chunks: a.pipeline_chunks.first().copied().unwrap_or(0),
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -739,6 +749,7 @@ mod gpu {
                 ZeroingArg::Owner => SkeletonZeroing::Owner,
                 ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
                 ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
+                ZeroingArg::Pipelined => SkeletonZeroing::Pipelined,
             };
         }
         if let Some(&ef) = a.evict_first.first() {
@@ -800,6 +811,7 @@ mod gpu {
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
             op.zero_ahead_groups()
+                .or(op.pipeline().map(|pl| pl.chunks.len() as u32))
                 .map_or(String::new(), |g| format!("{g}")),
             if cfg.groups_in_sequence > 1 {
                 format!("+c{}", cfg.groups_in_sequence)
