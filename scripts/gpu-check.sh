@@ -22,7 +22,8 @@ status=0
 [ -n "${NOTEST:-}" ] || { echo "== GPU tests"; }
 for t in "$BIN"/tests/*; do
   [ -n "${NOTEST:-}" ] && break
-  "$t" --test-threads=1 --nocapture > "$OUT/test-$(basename "$t").log" 2>&1
+  # TESTFILTER: only the tests whose names contain it (kernels already tested)
+  "$t" --test-threads=1 --nocapture ${TESTFILTER:-} > "$OUT/test-$(basename "$t").log" 2>&1
   rc=$?
   grep -E "^test |test result" "$OUT/test-$(basename "$t").log"
   [ $rc -ne 0 ] && { status=1; tail -40 "$OUT/test-$(basename "$t").log"; }
@@ -465,6 +466,16 @@ case "$MODE" in
     bench bp3 --backend cuda --order 5,8 --geo stored --skeleton-zeroing pipelined --pipeline-chunks 16,64,512
     bench bp3.5 --backend cuda --order 7 --geo otf --skeleton-zeroing host,pipelined
     bench bp1 --backend cuda --order 7 --geo otf --skeleton-zeroing host,pipelined
+    ;;
+  v24)
+    # v17 (ninth session): the output vector in compressible memory against plain memory,
+    # every stored kernel (one mesh per order), on the fly at p = 7, and with the memset
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --compressible-output false,true
+    done
+    bench bp1 --backend cuda --order 7 --geo otf --compressible-output false,true
+    bench bp3.5 --backend cuda --order 7 --geo otf --compressible-output false,true
+    bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing memset --compressible-output false,true
     ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest

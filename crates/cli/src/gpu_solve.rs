@@ -180,6 +180,8 @@ fn run<G: GpuReal>(
     let o = &problem.options;
     let dim = mesh.dim();
     let conv = |v: &[f64]| v.iter().map(|&x| G::of(x)).collect::<Vec<G>>();
+    // one per solve, on the stack for its duration: the variants' sizes do not matter
+    #[allow(clippy::large_enum_variant)]
     enum Op<G: GpuReal> {
         Bp(GpuBp<G>),
         Res(GpuResidual<G>),

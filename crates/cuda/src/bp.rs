@@ -408,7 +408,7 @@ pub struct GpuBp<T: GpuReal> {
     /// The reverse-order skeleton fill (v2 kernels' module), where the host zeroes it.
     zero_fill: Option<CudaFunction>,
     owners: Option<OwnerState>,
-    pipeline: Option<Box<Pipeline>>,
+    pipeline: Option<Pipeline>,
 }
 
 /// The launches of [`SkeletonZeroing::Pipelined`].
@@ -1461,7 +1461,7 @@ impl<T: GpuReal> GpuBp<T> {
                 let target = dev.l2_bytes() as f64 / 3.0;
                 (op.model().bytes / target).ceil() as usize
             };
-            op.pipeline = Some(Box::new(Pipeline::new(&own, chunks)));
+            op.pipeline = Some(Pipeline::new(&own, chunks));
         }
         Ok(op)
     }
@@ -1516,7 +1516,7 @@ impl<T: GpuReal> GpuBp<T> {
 
     /// With pipelined skeleton zeroing: the launches of one application.
     pub fn pipeline(&self) -> Option<&Pipeline> {
-        self.pipeline.as_deref()
+        self.pipeline.as_ref()
     }
 
     /// Thread blocks launched per application (one wave for the persistent kernel).

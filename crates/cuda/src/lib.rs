@@ -12,6 +12,7 @@
 pub mod blas;
 pub mod bp;
 pub mod compile;
+mod compressible;
 mod device;
 mod error;
 pub mod krylov;

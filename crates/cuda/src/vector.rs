@@ -1,8 +1,10 @@
 //! Vectors in device memory.
 
+use crate::compressible::CompressibleAlloc;
 use crate::{GpuDevice, GpuError};
 use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use ferrofem_base::Real;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 /// A scalar that lives on the GPU: `f32` or `f64`, with its CUDA C spelling.
@@ -21,8 +23,23 @@ impl GpuReal for f32 {
 /// A vector in device memory, tied to its device's stream.
 #[derive(Debug)]
 pub struct DeviceVec<T: DeviceRepr> {
-    buf: CudaSlice<T>,
+    /// Owned by cudarc (freed with it), or a view of `compressible` (leaked on drop).
+    buf: ManuallyDrop<CudaSlice<T>>,
     dev: Arc<GpuDevice>,
+    compressible: Option<CompressibleAlloc>,
+}
+
+impl<T: DeviceRepr> Drop for DeviceVec<T> {
+    fn drop(&mut self) {
+        // SAFETY: `buf` is taken once, here, and not used afterwards.
+        let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+        if self.compressible.is_some() {
+            // the memory is the compressible allocation's, released when it drops
+            buf.leak();
+        } else {
+            drop(buf);
+        }
+    }
 }
 
 impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
@@ -42,9 +59,40 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
             buf
         };
         Ok(DeviceVec {
-            buf,
+            buf: ManuallyDrop::new(buf),
             dev: dev.clone(),
+            compressible: None,
         })
+    }
+
+    /// A zero vector of length `n` in compressible memory (generic data compression,
+    /// Ampere and later): long runs of zeros, such as an operator output's skeleton
+    /// between its fill and the accumulation, then cost less DRAM traffic. A typed error
+    /// ([`GpuError::Unsupported`]) where the device cannot compress.
+    pub fn zeros_compressible(
+        dev: &Arc<GpuDevice>,
+        n: usize,
+        what: &str,
+    ) -> Result<DeviceVec<T>, GpuError> {
+        if n == 0 {
+            return Self::zeros(dev, 0, what);
+        }
+        let mem = CompressibleAlloc::new(dev, n * std::mem::size_of::<T>())?;
+        // SAFETY: the allocation holds at least n values and outlives the slice (it is
+        // released only after the slice is leaked, in Drop); zeroed below.
+        let buf = unsafe { dev.stream().upgrade_device_ptr::<T>(mem.ptr, n) };
+        let mut v = DeviceVec {
+            buf: ManuallyDrop::new(buf),
+            dev: dev.clone(),
+            compressible: Some(mem),
+        };
+        v.fill_zero()?;
+        Ok(v)
+    }
+
+    /// Whether the vector lives in compressible memory.
+    pub fn is_compressible(&self) -> bool {
+        self.compressible.is_some()
     }
 
     /// Copies `host` to a new device vector.
@@ -62,8 +110,9 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
             .clone_htod(host)
             .map_err(|e| GpuError::alloc(bytes, what, e))?;
         Ok(DeviceVec {
-            buf,
+            buf: ManuallyDrop::new(buf),
             dev: dev.clone(),
+            compressible: None,
         })
     }
 
@@ -78,7 +127,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
         }
         self.dev
             .stream()
-            .memcpy_htod(host, &mut self.buf)
+            .memcpy_htod(host, &mut *self.buf)
             .map_err(|e| GpuError::driver("copying to the device", e))
     }
 
@@ -86,7 +135,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
     pub fn to_host(&self) -> Result<Vec<T>, GpuError> {
         self.dev
             .stream()
-            .clone_dtoh(&self.buf)
+            .clone_dtoh(&*self.buf)
             .map_err(|e| GpuError::driver("copying to the host", e))
     }
 
@@ -94,7 +143,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
     pub fn fill_zero(&mut self) -> Result<(), GpuError> {
         self.dev
             .stream()
-            .memset_zeros(&mut self.buf)
+            .memset_zeros(&mut *self.buf)
             .map_err(|e| GpuError::driver("zeroing a vector", e))
     }
 
@@ -122,7 +171,7 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
         }
         self.dev
             .stream()
-            .memcpy_dtod(&src.buf, &mut self.buf)
+            .memcpy_dtod(&*src.buf, &mut *self.buf)
             .map_err(|e| GpuError::driver("device-to-device copy", e))
     }
 }

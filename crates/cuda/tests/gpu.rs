@@ -298,6 +298,59 @@ fn owner_zeroing_matches_the_cpu_twin_in_every_launch() {
     eprintln!("in-kernel skeleton zeroing: {checked} launches match the CPU twin");
 }
 
+/// An operator's output in compressible memory gives what it gives in plain memory
+/// (every BP, both ways of zeroing the skeleton), and such vectors copy and free cleanly.
+#[test]
+fn compressible_output_matches_plain_output() {
+    use ferrofem_cuda::bp::SkeletonZeroing;
+    use ferrofem_cuda::GpuError;
+    let Some(dev) = gpu() else { return };
+    match DeviceVec::<f64>::zeros_compressible(&dev, 10, "probe") {
+        Ok(v) => assert!(v.is_compressible()),
+        Err(GpuError::Unsupported(why)) => {
+            eprintln!("compressible memory: not on this device ({why})");
+            return;
+        }
+        Err(e) => panic!("compressible allocation failed: {e}"),
+    }
+    // allocate and free more than the granularity many times (Drop unmaps and releases)
+    for k in 0..20 {
+        let host: Vec<f64> = (0..300_000 + k).map(|i| i as f64).collect();
+        let v = DeviceVec::<f64>::zeros_compressible(&dev, host.len(), "round trip").unwrap();
+        let mut v = v;
+        assert_eq!(v.to_host().unwrap(), vec![0.0; host.len()]);
+        v.upload(&host).unwrap();
+        assert_eq!(v.to_host().unwrap(), host);
+    }
+    let m = mesh(9);
+    let mut checked = 0;
+    for (kind, p) in [
+        (TensorKind::Mass, 3),
+        (TensorKind::Mass, 7),
+        (TensorKind::Diffusion { alpha: 0.0 }, 5),
+        (TensorKind::CollocatedDiffusion { alpha: 0.0 }, 4),
+    ] {
+        let space = H1Space::new(&m, p, 1).unwrap().interior_last();
+        let x = random_vector(space.num_dofs(), 5);
+        let want = cpu_apply(&m, &space, kind, &x);
+        for zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Owner] {
+            let mut cfg = BpConfig::tuned(kind, ferrofem_cuda::bp::GeoMode::Stored, p);
+            cfg.skeleton_zeroing = zeroing;
+            let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
+            let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
+            let mut v = DeviceVec::<f64>::zeros_compressible(&dev, x.len(), "y").unwrap();
+            v.upload(&vec![f64::NAN; x.len()]).unwrap();
+            for _ in 0..3 {
+                op.apply(&u, &mut v).unwrap();
+                let err = rel_err(&v.to_host().unwrap(), &want);
+                assert!(err < 1e-12, "{} p={p} {zeroing:?}: rel err {err:e}", kind.name());
+                checked += 1;
+            }
+        }
+    }
+    eprintln!("compressible output: {checked} applications match the CPU twin");
+}
+
 #[test]
 fn device_geometry_matches_host_geometry() {
     let Some(dev) = gpu() else { return };

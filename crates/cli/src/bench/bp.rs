@@ -212,6 +212,11 @@ pub struct BpArgs {
     /// measure several (default 0: each launch about a third of L2 in model bytes).
     #[arg(long, value_delimiter = ',')]
     pipeline_chunks: Vec<u32>,
+    /// GPU: the output vector in compressible memory (generic data compression), so that
+    /// the skeleton's zeros cost less DRAM traffic; comma-separated to measure both
+    /// (`false,true`; default false).
+    #[arg(long, value_delimiter = ',')]
+    compressible_output: Vec<bool>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -456,6 +461,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.groups_in_sequence.clear();
         base.zero_ahead.clear();
         base.pipeline_chunks.clear();
+        base.compressible_output.clear();
         base.evict_first.clear();
         base.late_indices.clear();
         base.min_blocks.clear();
@@ -467,6 +473,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
     let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
     let all = split(all, &a.pipeline_chunks, |c, v| c.pipeline_chunks = v);
+    let all = split(all, &a.compressible_output, |c, v| c.compressible_output = v);
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
@@ -777,7 +784,12 @@ mod gpu {
             .map(T::of)
             .collect();
         let u = DeviceVec::from_host(dev, &x, "input").map_err(ge)?;
-        let mut v = DeviceVec::<T>::zeros(dev, x.len(), "output").map_err(ge)?;
+        let compressible = a.compressible_output.first().copied().unwrap_or(false);
+        let mut v = if compressible {
+            DeviceVec::<T>::zeros_compressible(dev, x.len(), "output").map_err(ge)?
+        } else {
+            DeviceVec::<T>::zeros(dev, x.len(), "output").map_err(ge)?
+        };
         let timer = GpuTimer::new(dev);
         let first = timer.time(0, 1, || op.apply(&u, &mut v)).map_err(ge)?[0];
         let times = timer
@@ -793,7 +805,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -817,7 +829,8 @@ mod gpu {
                 format!("+c{}", cfg.groups_in_sequence)
             } else {
                 String::new()
-            }
+            },
+            if v.is_compressible() { "+cmp" } else { "" }
         );
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
