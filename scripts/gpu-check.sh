@@ -477,6 +477,36 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 7 --geo otf --compressible-output false,true
     bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing memset --compressible-output false,true
     ;;
+  ncu15)
+    # v17's look-back: does the output in compressible memory take the fill's zeros off
+    # DRAM? DRAM bytes of the fill and of the apply, plain and compressible output
+    if command -v ncu >/dev/null; then
+      for c in "bp1 7" "bp3 5"; do
+        set -- $c
+        for cmp in false true; do
+          ncu --clock-control none -k regex:"bp_apply|bp_zero_skeleton" -c 4 \
+              --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum \
+              "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored --reps 1 --warmup 1 --compressible-output $cmp > "$OUT/ncu-$1-p$2-cmp-$cmp.txt" 2>&1
+          echo "== ncu $1 p=$2 compressible=$cmp (fill, apply, fill, apply)"
+          grep -E "bp_apply|bp_zero|dram__|gpu__time|lts__" "$OUT/ncu-$1-p$2-cmp-$cmp.txt"
+        done
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
+  v25)
+    # v18 (ninth session): the fill overlapped with the apply (a pipeline of one launch,
+    # programmatic dependent launch after the fill) against the fill before the launch
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,pipelined --pipeline-chunks 1
+    done
+    bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing pipelined --pipeline-chunks 2,4
+    bench bp3 --backend cuda --order 5,8 --geo stored --skeleton-zeroing pipelined --pipeline-chunks 2,4
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 7 --geo otf --skeleton-zeroing host,pipelined --pipeline-chunks 1
+    done
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -1596,8 +1596,11 @@ impl<T: GpuReal> GpuBp<T> {
         self.dirichlet_identity(u, v)
     }
 
-    /// The launches of [`SkeletonZeroing::Pipelined`]: the first one stream-ordered (it
-    /// reads what earlier work wrote), the others with programmatic dependent launch.
+    /// The launches of [`SkeletonZeroing::Pipelined`], each with programmatic dependent
+    /// launch: a launch waits for its predecessor only before its scatter, and reads its
+    /// input before. The first launch's predecessor is the (stream-ordered) skeleton fill,
+    /// which began only once all earlier work was complete, so its input is final; without
+    /// that fill (nothing to prefill) the first launch is stream-ordered itself.
     fn launch_pipeline(
         &self,
         pl: &Pipeline,
@@ -1640,7 +1643,8 @@ impl<T: GpuReal> GpuBp<T> {
             attr.id =
                 sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attr.value.programmaticStreamSerializationAllowed = 1;
-            let with_pdl = pdl && k > 0;
+            let prefilled = pl.prefill > 0 && self.zero_fill.is_some();
+            let with_pdl = pdl && (k > 0 || prefilled);
             let config = sys::CUlaunchConfig {
                 gridDimX: ch.groups,
                 gridDimY: 1,

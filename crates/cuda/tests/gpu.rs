@@ -343,7 +343,11 @@ fn compressible_output_matches_plain_output() {
             for _ in 0..3 {
                 op.apply(&u, &mut v).unwrap();
                 let err = rel_err(&v.to_host().unwrap(), &want);
-                assert!(err < 1e-12, "{} p={p} {zeroing:?}: rel err {err:e}", kind.name());
+                assert!(
+                    err < 1e-12,
+                    "{} p={p} {zeroing:?}: rel err {err:e}",
+                    kind.name()
+                );
                 checked += 1;
             }
         }

@@ -473,7 +473,9 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
     let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
     let all = split(all, &a.pipeline_chunks, |c, v| c.pipeline_chunks = v);
-    let all = split(all, &a.compressible_output, |c, v| c.compressible_output = v);
+    let all = split(all, &a.compressible_output, |c, v| {
+        c.compressible_output = v
+    });
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
