@@ -51,7 +51,8 @@
 // before the scatter, acquires them with one fence where they were already raised, else
 // waits (acquire). No block waits before it publishes, and it only waits for lower groups.
 // ORD 3 (v16, pipelined): the host launches the element groups in chunks, in order, each
-// launch after the first with programmatic dependent launch (PDL). Chunk k's blocks zero
+// with programmatic dependent launch (PDL; the first one after the stream-ordered fill of
+// its own skeleton, which triggers it at once). Chunk k's blocks zero
 // the skeleton owned by chunk k + 1 (owner numbering: no element of chunks <= k touches it)
 // after their own scatter; chunk k + 1's blocks start early, gather and contract, and
 // wait (griddepcontrol.wait: chunk k complete, its stores visible) only before their
