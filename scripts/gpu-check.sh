@@ -507,6 +507,32 @@ case "$MODE" in
       bench $bp --backend cuda --order 7 --geo otf --skeleton-zeroing host,pipelined --pipeline-chunks 1
     done
     ;;
+  v26)
+    # v19 (tenth session): a block per brick of elements against one element per block, on
+    # the same box (cells sorted into 2x2x2 bricks)
+    bench bp1 --backend cuda --order 3..8 --geo stored --bricks none,2x1x1,2x2x1,2x2x2
+    ;;
+  v27)
+    bench bp3 --backend cuda --order 3..8 --geo stored --bricks none,2x1x1,2x2x1,2x2x2
+    bench bp3.5 --backend cuda --order 3..8 --geo stored --bricks none,2x2x1,2x2x2
+    ;;
+  ncu16)
+    # v19's look-back: what a brick costs BP1 (one element per block against 2x1x1 / 2x2x1)
+    if command -v ncu >/dev/null; then
+      for c in "7 none" "7 2x1x1" "3 none" "3 2x2x1"; do
+        set -- $c
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section WarpStateStats \
+            --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+            --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum \
+            "$BIN/ferrofem" bench bp1 --backend cuda --order $1 --geo stored --reps 1 --warmup 1 --bricks $2 > "$OUT/ncu-bp1-p$1-bricks-$2.txt" 2>&1
+        echo "== ncu bp1 p=$1 bricks=$2"
+        grep -E "Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Compute \(SM\)|Achieved Occupancy|Warp Cycles Per Issued|Issue Slots Busy|Registers Per|dram__bytes|lts__t_sectors|smsp__inst_executed|l1tex__data_pipe|Block Limit|Stall" "$OUT/ncu-bp1-p$1-bricks-$2.txt" | head -40
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [ptx|source]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [tuned] [ptx|source]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -97,6 +97,21 @@ fn main() {
             SkeletonZeroing::Host
         };
         cfg.groups_in_sequence = flag(&args, "chunk").unwrap_or(1);
+        if has("tuned") {
+            // the tuned stored kernel (its cap unless minb= is given)
+            let t = BpConfig::tuned(kind, cfg.geo, p);
+            cfg = BpConfig {
+                min_blocks: cfg.min_blocks.or(t.min_blocks),
+                ..t
+            };
+        }
+        if let Some(b) = args.iter().find_map(|a| a.strip_prefix("brick=")) {
+            let d: Vec<usize> = b
+                .split('x')
+                .map(|x| x.parse().expect("brick=AxBxC"))
+                .collect();
+            cfg = cfg.with_bricks([d[0], d[1], d[2]], p);
+        }
         let k = if args[2] == "f32" {
             bp_kernel::<f32>(cfg, p)
         } else {

@@ -58,7 +58,15 @@
 // wait (griddepcontrol.wait: chunk k complete, its stores visible) only before their
 // scatter. No flags and no inter-block order: the hardware's grid dependency replaces
 // them, and with chunks of an L2's worth of traffic the zeros meet the atomics in L2.
-// Dynamic shared memory: (GALL + EPB * WORK) reals.
+// BRICK 1 (v19): the block's EPB = BX * BY * BZ elements tile a brick of a space numbered
+// per brick (H1Space::bricked): brick-boundary nodes first (offsets [group][NSKB] in slot
+// order, slot s at brick position skpos[s], packed i | j << 8 | k << 16), then each
+// brick's interior contiguous (computed indices). The block gathers the brick's nodes once
+// into shared memory (aliasing the elements' work regions), the elements read their
+// columns from there; after the last transposed phase each element leaves its nodal
+// outputs in its first region, and each brick node sums its (up to eight) elements'
+// contributions there before one store (interior) or one atomic add (boundary).
+// Dynamic shared memory: (GALL + max(EPB * WORK, BSIZE)) reals.
 
 #define QQ (Q * Q)
 #define NN (N * N)
@@ -263,6 +271,108 @@ __device__ __forceinline__ u32 ld_relaxed_u32(const u32* p) {
 #define ORD_WAIT() do { } while (0)
 #define ORD_PUBLISH() do { } while (0)
 #define ORD_MID() do { } while (0)
+#endif
+
+#ifndef BRICK
+#define BRICK 0
+#endif
+#if BRICK
+#if PIPE || ORD || LATEIDX || CHUNK > 1 || INTLAST
+#error "BRICK (v19) is for the non-persistent kernel with the fill before the launch, on a space numbered per brick"
+#endif
+#if EPB != BX * BY * BZ
+#error "BRICK: a block runs one brick of BX * BY * BZ elements"
+#endif
+#define BNX (BX * (N - 1) + 1)
+#define BNY (BY * (N - 1) + 1)
+#define BNZ (BZ * (N - 1) + 1)
+#define BPX (BNX | 1)   // odd row pitch
+// interior extents (guarded divisors: at p = 1 a one-element axis has no interior)
+#define IX (BNX > 2 ? BNX - 2 : 1)
+#define IY (BNY > 2 ? BNY - 2 : 1)
+#define BSIZE (BNZ * BNY * BPX)
+#define NIB ((BNX - 2) * (BNY - 2) * (BNZ - 2))   // interior nodes per brick
+#define BNT (T1D * T1D * EPB)                     // threads per block
+#define SKPT ((NSKB + BNT - 1) / BNT)             // boundary slots per thread
+#define IPT ((NIB + BNT - 1) / BNT)               // interior nodes per thread
+#define BRICK_PARAMS , const u32* FF_RESTRICT skpos
+__device__ __forceinline__ int bpos(int i, int j, int k) { return (k * BNY + j) * BPX + i; }
+__device__ __forceinline__ int slot_pos(u32 c) { return bpos(c & 0xff, (c >> 8) & 0xff, c >> 16); }
+// brick position of interior node s (lexicographic over the interior)
+__device__ __forceinline__ int interior_pos(int s) {
+    const int i = s % IX + 1, t = s / IX;
+    return bpos(i, t % IY + 1, t / IY + 1);
+}
+// The brick's nodes into shared memory (boundary slots through their offsets, kept in
+// registers for the scatter; interior nodes contiguous), all loads issued before any store.
+__device__ __forceinline__ void brick_gather(const u32* FF_RESTRICT off, const u32* FF_RESTRICT skpos,
+                                             const real* FF_RESTRICT u, real* sBk, u32 g, u32 nskel,
+                                             int tid, u32 (&r_off)[SKPT]) {
+    real vs[SKPT], vi[IPT > 0 ? IPT : 1];
+#pragma unroll
+    for (int t = 0; t < SKPT; t++) {
+        const int s = tid + t * BNT;
+        r_off[t] = s < NSKB ? off[(size_t)g * NSKB + s] : 0u;
+    }
+#pragma unroll
+    for (int t = 0; t < IPT; t++) {
+        const int s = tid + t * BNT;
+        if (s < NIB) vi[t] = u[nskel + g * (u32)NIB + (u32)s];
+    }
+#pragma unroll
+    for (int t = 0; t < SKPT; t++)
+        if (tid + t * BNT < NSKB) vs[t] = u[r_off[t]];
+#pragma unroll
+    for (int t = 0; t < IPT; t++) {
+        const int s = tid + t * BNT;
+        if (s < NIB) sBk[interior_pos(s)] = vi[t];
+    }
+#pragma unroll
+    for (int t = 0; t < SKPT; t++) {
+        const int s = tid + t * BNT;
+        if (s < NSKB) sBk[slot_pos(skpos[s])] = vs[t];
+    }
+}
+// The sum over the brick's elements holding brick node (I, J, K) of their nodal outputs,
+// element le's at work0 + le * WORK as [k][j][PADN] rows.
+__device__ __forceinline__ real brick_sum(const real* work0, int I, int J, int K) {
+    const int ex = min(I / (N - 1), BX - 1), ey = min(J / (N - 1), BY - 1), ez = min(K / (N - 1), BZ - 1);
+    const int lx = I - ex * (N - 1), ly = J - ey * (N - 1), lz = K - ez * (N - 1);
+    // a node on a face between two elements of the brick is also the previous one's last
+    const int nx = (lx == 0 && ex > 0) ? 2 : 1, ny = (ly == 0 && ey > 0) ? 2 : 1, nz = (lz == 0 && ez > 0) ? 2 : 1;
+    real s = 0;
+    for (int dz = 0; dz < nz; dz++)
+        for (int dy = 0; dy < ny; dy++)
+            for (int dx = 0; dx < nx; dx++) {
+                const int le = ((ez - dz) * BY + (ey - dy)) * BX + (ex - dx);
+                const int k = dz ? N - 1 : lz, j = dy ? N - 1 : ly, i = dx ? N - 1 : lx;
+                s += work0[le * WORK + (k * N + j) * PADN + i];
+            }
+    return s;
+}
+// Each brick node once: interior nodes stored, boundary nodes added atomically.
+__device__ __forceinline__ void brick_scatter(const u32* FF_RESTRICT skpos, real* FF_RESTRICT v,
+                                              const real* work0, u32 g, u32 nskel, int tid,
+                                              const u32 (&r_off)[SKPT]) {
+#pragma unroll
+    for (int t = 0; t < IPT; t++) {
+        const int s = tid + t * BNT;
+        if (s < NIB) {
+            const int i = s % IX + 1, r = s / IX;
+            v[nskel + g * (u32)NIB + (u32)s] = brick_sum(work0, i, r % IY + 1, r / IY + 1);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < SKPT; t++) {
+        const int s = tid + t * BNT;
+        if (s < NSKB) {
+            const u32 c = skpos[s];
+            atomicAdd(v + r_off[t], brick_sum(work0, c & 0xff, (c >> 8) & 0xff, c >> 16));
+        }
+    }
+}
+#else
+#define BRICK_PARAMS
 #endif
 
 // 1-D contraction out = M in for the NO x NI matrix named M. The host generates M (full,
@@ -477,6 +587,51 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
 }
 #endif
 
+#if GEO == 1
+#if ZFIRST
+// the element's vertices into sv, with the axes cycled (x, y, z) -> (z, x, y), so that
+// column_map's column runs along x: the thread (a, b) owns the x-pencil (y = a, z = b); a
+// cyclic permutation of the Jacobian's columns leaves det J unchanged
+#define LOAD_VERTICES()                                                                   \
+    do {                                                                                  \
+        if (active)                                                                       \
+            for (int t = a + T1D * b; t < VREG; t += T1D * T1D) {                         \
+                const int d = t / 8, vx = t & 1, vy = (t >> 1) & 1, vz = (t >> 2) & 1;    \
+                sv[d * 8 + (vy | (vz << 1) | (vx << 2))] = geo[(size_t)e * VREG + t];    \
+            }                                                                             \
+    } while (0)
+#else
+#define LOAD_VERTICES()                                                                   \
+    do {                                                                                  \
+        if (active)                                                                       \
+            for (int t = a + T1D * b; t < VREG; t += T1D * T1D) sv[t] = geo[(size_t)e * VREG + t]; \
+    } while (0)
+#endif
+#endif
+#if BRICK
+// the brick's nodes into shared memory (over the work regions), then this element's
+// z-column (x = a, y = b) into registers; afterwards the regions are free again (and, on
+// the fly, the vertices go where the brick was)
+#define BRICK_COLUMN(col)                                                                 \
+    do {                                                                                  \
+        brick_gather(offsets, skpos, u, smem + GALL, g, nskel, tid, r_off);               \
+        __syncthreads();                                                                  \
+        if (OWNER) {                                                                      \
+            const int bx = le % BX, by = (le / BX) % BY, bz = le / (BX * BY);             \
+            _Pragma("unroll") for (int k = 0; k < N; k++)                                 \
+                col[k] = smem[GALL + bpos(bx * (N - 1) + a, by * (N - 1) + b, bz * (N - 1) + k)]; \
+        }                                                                                 \
+        __syncthreads();                                                                  \
+        BRICK_VERTICES();                                                                 \
+    } while (0)
+#if GEO == 1
+// (the next barrier, before any phase reads the vertices, orders these stores)
+#define BRICK_VERTICES() LOAD_VERTICES()
+#else
+#define BRICK_VERTICES() do { } while (0)
+#endif
+#endif
+
 #if PIPE
 // the next group's gather into the staging buffer, once every thread has consumed it
 #define STAGE_REFILL()                                                                   \
@@ -503,7 +658,7 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
          const real* FF_RESTRICT mats_unused, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha
-         ORD_PARAMS)
+         ORD_PARAMS BRICK_PARAMS)
 {
     extern __shared__ __align__(16) unsigned char ff_smem[];
     real* smem = (real*)ff_smem;
@@ -531,6 +686,9 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real (*sIn)[N][PADN] = (real (*)[N][PADN])R0;
 #endif
     u32 r_idx[N];
+#if BRICK
+    u32 r_off[SKPT];   // the brick's boundary offsets, from the gather to the scatter
+#endif
 
 #if PIPE
     // prologue: the first group's geometry and gather
@@ -627,20 +785,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #endif
 #endif
-#if GEO == 1
-#if ZFIRST
-        // vertices with the axes cycled (x, y, z) -> (z, x, y), so that column_map's column
-        // runs along x: the thread (a, b) owns the x-pencil (y = a, z = b); a cyclic
-        // permutation of the Jacobian's columns leaves det J unchanged
-        if (active)
-            for (int t = a + T1D * b; t < VREG; t += T1D * T1D) {
-                const int d = t / 8, vx = t & 1, vy = (t >> 1) & 1, vz = (t >> 2) & 1;
-                sv[d * 8 + (vy | (vz << 1) | (vx << 2))] = geo[(size_t)e * VREG + t];
-            }
-#else
-        if (active)
-            for (int t = a + T1D * b; t < VREG; t += T1D * T1D) sv[t] = geo[(size_t)e * VREG + t];
-#endif
+#if GEO == 1 && !BRICK
+        LOAD_VERTICES();
 #endif
 #if OP == 1 && GEO == 0 && !TMA_GEO && !ZFIRST
         real gW[Q];   // this column's weights, loaded before the gather completes
@@ -656,6 +802,18 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // outputs (each thread rewrites its own pencil in place)
         real (*sZ)[N][PADN] = (real (*)[N][PADN])R0;
         real (*sY)[Q][PADN] = (real (*)[Q][PADN])R1;
+#if BRICK
+        {
+            real in[N];
+            BRICK_COLUMN(in);
+            if (active && OWNER) {
+                real out[Q];
+                CONTRACT(cBf, 1, N, Q, in, out);
+#pragma unroll
+                for (int q = 0; q < Q; q++) sZ[q][b][a] = out[q];
+            }
+        }
+#else
         if (active && OWNER) {
             real in[N];
 #pragma unroll
@@ -667,6 +825,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int q = 0; q < Q; q++) sZ[q][b][a] = out[q];
         }
+#endif
         __syncthreads();
         ORD_PUBLISH();
         // y: pencils (x = a < N, z = b < Q)
@@ -729,12 +888,31 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int q = 0; q < Q; q++) in[q] = sZ[q][b][a];
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
+#if BRICK
+            // own column only: the nodal outputs replace the column just read
+#pragma unroll
+            for (int k = 0; k < N; k++) sZ[k][b][a] = out[k];
+#else
 #pragma unroll
             for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), out[k], is_interior(a, b, k));
+#endif
         }
+#if BRICK
+        __syncthreads();
+        brick_scatter(skpos, v, smem + GALL, g, nskel, tid, r_off);
+#endif
 #else
 #if PIPE
         cp_async_wait_all();
+#elif BRICK
+        {
+            real col[N];
+            BRICK_COLUMN(col);
+            if (active && OWNER) {
+#pragma unroll
+                for (int k = 0; k < N; k++) sIn[k][b][a] = col[k];
+            }
+        }
 #else
         if (active && OWNER) {
 #pragma unroll
@@ -913,7 +1091,15 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #endif
 
-#if OP == 5
+#if OP == 5 && BRICK
+        // the nodal outputs into the first region (the input's, long consumed)
+        if (active && OWNER) {
+#pragma unroll
+            for (int k = 0; k < N; k++) sIn[k][b][a] = rq[k];
+        }
+        __syncthreads();
+        brick_scatter(skpos, v, smem + GALL, g, nskel, tid, r_off);
+#elif OP == 5
         if (active && OWNER) {
 #pragma unroll
             for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), rq[k], is_interior(a, b, k));
@@ -951,10 +1137,14 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
         ORD_WAIT();
         __syncthreads();
+#if BRICK
+        brick_scatter(skpos, v, smem + GALL, g, nskel, tid, r_off);
+#else
         if (active && OWNER) {
 #pragma unroll
             for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), sA[k][b][a], is_interior(a, b, k));
         }
+#endif
 #endif
 #endif  // ZFIRST
 #if PIPE

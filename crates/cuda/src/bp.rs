@@ -225,6 +225,12 @@ pub struct BpConfig {
     /// With [`SkeletonZeroing::Pipelined`]: launches per application (0: as many as make
     /// each launch's model traffic about a third of the device's L2).
     pub pipeline_chunks: u32,
+    /// v2, non-persistent, fill before the launch (v19): a block owns a brick of
+    /// `[bx, by, bz]` elements of a space numbered by [`H1Space::bricked`] with that shape;
+    /// it gathers the brick's nodes once into shared memory and sums the faces inside the
+    /// brick there, so only the brick's boundary is read through offsets and added
+    /// atomically (`None`: one element per owner, as before).
+    pub bricks: Option<[usize; 3]>,
 }
 
 impl BpConfig {
@@ -360,6 +366,35 @@ impl BpConfig {
         BpConfig::tuned(kind, BpConfig::fastest_geometry(kind, p), p)
     }
 
+    /// This configuration at order `p` with a block per brick of `shape` elements (v19):
+    /// the kernel of `self` (geometry, register columns), non-persistent, on a space
+    /// numbered by [`H1Space::bricked`], with the fill before the launch; a register cap
+    /// (`min_blocks`) is scaled to the larger block, so that registers per thread stay
+    /// about where they were.
+    pub fn with_bricks(self, shape: [usize; 3], p: usize) -> BpConfig {
+        let t1d = if self.kind.is_collocated() {
+            p + 1
+        } else {
+            self.q1d.unwrap_or(p + 2).max(p + 1)
+        };
+        let warps = |e: usize| (t1d * t1d * e).div_ceil(32);
+        let epb = self.elems_per_block.unwrap_or(1);
+        let brick: usize = shape.iter().product();
+        BpConfig {
+            bricks: Some(shape),
+            min_blocks: self
+                .min_blocks
+                .map(|m| ((m as usize * warps(epb)) / warps(brick)).max(1) as u32),
+            interior_last: false,
+            persistent: false,
+            late_indices: false,
+            elems_per_block: None,
+            skeleton_zeroing: SkeletonZeroing::Host,
+            groups_in_sequence: 1,
+            ..self
+        }
+    }
+
     /// Defaults for `kind`: stored geometry, default quadrature.
     pub fn new(kind: TensorKind) -> BpConfig {
         BpConfig {
@@ -381,6 +416,7 @@ impl BpConfig {
             groups_in_sequence: 1,
             zero_ahead: 0,
             pipeline_chunks: 0,
+            bricks: None,
         }
     }
 }
@@ -409,6 +445,20 @@ pub struct GpuBp<T: GpuReal> {
     zero_fill: Option<CudaFunction>,
     owners: Option<OwnerState>,
     pipeline: Option<Pipeline>,
+    /// With bricks: each boundary slot's brick position (packed `i | j << 8 | k << 16`).
+    skpos: Option<DeviceVec<u32>>,
+    /// With bricks: the full restriction offsets, for the diagonal kernel (which reads
+    /// every element node through them).
+    element_offsets: Option<Vec<u32>>,
+}
+
+/// The layout of a brick of `shape` elements of order `p` (slots and positions only).
+pub fn brick_layout(shape: [usize; 3], p: usize) -> ferrofem_space::BrickLayout {
+    ferrofem_space::BrickLayout {
+        shape,
+        order: p,
+        skeleton_nodes: 0,
+    }
 }
 
 /// The launches of [`SkeletonZeroing::Pipelined`].
@@ -642,6 +692,26 @@ fn choose_block(
     } else {
         100_000
     };
+    if let (Some(b), Variant::Pencil) = (cfg.bricks, cfg.variant) {
+        // one brick per block; its nodes are gathered over the work regions (BSIZE)
+        let epb: usize = b.iter().product();
+        let dims = b.map(|e| e * (n - 1) + 1);
+        let bsize = dims[2] * dims[1] * (dims[0] | 1) * real;
+        let geo = if !otf && !cfg.direct_geometry {
+            gstride * real
+        } else {
+            0
+        };
+        let dynamic_bytes = epb * geo + (epb * (dynamic - geo)).max(bsize);
+        if dynamic_bytes > 220_000 || t1d * t1d * epb > 1024 {
+            return Err(GpuError::Unsupported(format!(
+                "a brick of {epb} elements of order {} needs {dynamic_bytes} bytes of shared memory / {} threads",
+                n - 1,
+                t1d * t1d * epb
+            )));
+        }
+        return Ok((epb, dynamic_bytes));
+    }
     let epb = cfg.elems_per_block.unwrap_or_else(|| {
         let by_threads = (128 / (t1d * t1d)).max(1);
         let by_smem = (budget / per_elem.max(1)).max(1);
@@ -922,6 +992,34 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 .into(),
         ));
     }
+    if let Some(b) = cfg.bricks {
+        if cfg.variant != Variant::Pencil
+            || cfg.persistent
+            || cfg.interior_last
+            || cfg.late_indices
+            || cfg.groups_in_sequence != 1
+            || !matches!(
+                cfg.skeleton_zeroing,
+                SkeletonZeroing::Host | SkeletonZeroing::Memset
+            )
+        {
+            return Err(GpuError::Unsupported(
+                "bricks (v19) exist for the non-persistent v2 kernel with the fill before the launch, on a space numbered per brick (not interior-last), one brick per block".into(),
+            ));
+        }
+        if b.iter().any(|&e| e == 0 || e > 8) || b.iter().any(|&e| e * p + 1 > 255) {
+            return Err(GpuError::Unsupported(format!(
+                "brick shape {b:?}: 1 to 8 elements per axis, at most 255 nodes"
+            )));
+        }
+        let epb: usize = b.iter().product();
+        if cfg.elems_per_block.is_some_and(|e| e != epb) {
+            return Err(GpuError::Unsupported(format!(
+                "a block runs one brick of {epb} elements, not {:?}",
+                cfg.elems_per_block
+            )));
+        }
+    }
     let q3 = q * q * q;
     let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     let basis = Lagrange1D::new(&gll.points);
@@ -983,7 +1081,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     };
     let spec = KernelSpec::new(
         format!(
-            "{}_{}_p{p}_q{q}_{}{}{}{}{}{}_e{epb}{}_{tag}{}",
+            "{}_{}_p{p}_q{q}_{}{}{}{}{}{}_e{epb}{}{}_{tag}{}",
             short_name(cfg.kind),
             T::NAME,
             if cfg.geo == GeoMode::Stored {
@@ -1001,6 +1099,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 String::new()
             },
+            cfg.bricks
+                .map_or(String::new(), |b| format!("_b{}x{}x{}", b[0], b[1], b[2])),
             if cfg.even_odd && cfg.variant == Variant::Pencil {
                 "_eo"
             } else {
@@ -1022,7 +1122,17 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         "INTLAST",
         (cfg.interior_last && cfg.variant == Variant::Pencil) as u32,
     )
-    .define("MINB", cfg.min_blocks.unwrap_or(1))
+    .define("MINB", {
+        // bricks: a cap tuned for one element per block, kept within what a
+        // multiprocessor can hold of these larger blocks (64 warps)
+        let warps = (n.max(q).pow(2) * epb).div_ceil(32);
+        let m = cfg.min_blocks.unwrap_or(1);
+        if cfg.bricks.is_some() {
+            m.min((64 / warps).max(1) as u32)
+        } else {
+            m
+        }
+    })
     .define("GEOLOAD", cfg.direct_geometry as u32)
     .define("PIPE", cfg.persistent as u32)
     .define("ZFIRST", cfg.register_columns as u32)
@@ -1037,6 +1147,15 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     )
     .define("CHUNK", cfg.groups_in_sequence)
     .define("ZCHUNK", ZERO_CHUNK);
+    let spec = match cfg.bricks {
+        Some(b) => spec
+            .define("BRICK", 1)
+            .define("BX", b[0])
+            .define("BY", b[1])
+            .define("BZ", b[2])
+            .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
+        None => spec,
+    };
     Ok(BpKernel {
         spec,
         q,
@@ -1078,6 +1197,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         groups_in_sequence: 1,
         zero_ahead: 0,
         pipeline_chunks: 0,
+        bricks: None,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -1161,6 +1281,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with a block per brick (v19), in each brick shape the bench offers
+                for (i, shape) in [[2, 1, 1], [2, 2, 1], [2, 2, 2]].into_iter().enumerate() {
+                    let c = t.with_bricks(shape, p);
+                    v.push((c, p, false));
+                    if i == 1 {
+                        v.push((c, p, true));
+                    }
+                }
                 // and with the factors loaded evict-first, where they are loaded directly
                 if t.direct_geometry && geo == GeoMode::Stored {
                     v.push((
@@ -1302,8 +1430,34 @@ impl<T: GpuReal> GpuBp<T> {
                 }
             }
         }
-        // restriction: full offsets, or (interior-last) compact skeleton offsets
-        let (offsets_host, nskel) = if cfg.interior_last {
+        // restriction: full offsets, (interior-last) compact skeleton offsets, or (bricks)
+        // the brick boundaries' offsets
+        let mut skpos_host = None;
+        let (offsets_host, nskel) = if let Some(b) = cfg.bricks {
+            let layout = space
+                .brick_layout()
+                .filter(|l| l.shape == b)
+                .ok_or_else(|| {
+                    GpuError::Unsupported(format!(
+                    "bricks {b:?} need a space numbered by H1Space::bricked({b:?}), this one is {}",
+                    match space.brick_layout() {
+                        Some(l) => format!("bricked {:?}", l.shape),
+                        None => "not bricked".into(),
+                    }
+                ))
+                })?;
+            skpos_host = Some(
+                layout
+                    .skeleton_positions()
+                    .iter()
+                    .map(|q| (q[0] | q[1] << 8 | q[2] << 16) as u32)
+                    .collect::<Vec<u32>>(),
+            );
+            let off = space
+                .brick_skeleton_offsets()
+                .expect("a bricked space has brick offsets");
+            (off, layout.skeleton_nodes)
+        } else if cfg.interior_last {
             let Some(nskel) = space.skeleton_nodes() else {
                 return Err(GpuError::Unsupported(
                     "interior_last is set but the space is not numbered interior-last (H1Space::interior_last)".into(),
@@ -1384,6 +1538,12 @@ impl<T: GpuReal> GpuBp<T> {
         } else {
             None
         };
+        if cfg.bricks.is_some() && (nelem % epb != 0 || space.restriction().num_elem() != nelem) {
+            return Err(GpuError::Unsupported(format!(
+                "{nelem} cells are not whole bricks of {epb} elements of the space's {}",
+                space.restriction().num_elem()
+            )));
+        }
         let groups = nelem.div_ceil(epb);
         let grid = if cfg.persistent {
             // one wave: as many blocks as can be resident at once
@@ -1451,6 +1611,10 @@ impl<T: GpuReal> GpuBp<T> {
             zero_fill,
             owners,
             pipeline: None,
+            skpos: skpos_host
+                .map(|v| DeviceVec::from_host(dev, &v, "brick slot positions"))
+                .transpose()?,
+            element_offsets: cfg.bricks.map(|_| space.restriction().offsets().to_vec()),
         };
         if let Some(own) = pipeline_own {
             let chunks = if cfg.pipeline_chunks > 0 {
@@ -1545,7 +1709,11 @@ impl<T: GpuReal> GpuBp<T> {
         }
         // interior nodes are stored, not accumulated: only the skeleton part needs zeroing,
         // and not here when the kernel's blocks zero what they own
-        match (&self.owners, &self.pipeline, self.cfg.interior_last) {
+        match (
+            &self.owners,
+            &self.pipeline,
+            self.cfg.interior_last || self.cfg.bricks.is_some(),
+        ) {
             (Some(o), _, _) => self.zero_prefix(v, o.prefill)?,
             (None, Some(pl), _) => self.zero_prefix(v, pl.prefill)?,
             (None, None, true) => self.zero_prefix(v, self.nskel as u32)?,
@@ -1574,6 +1742,9 @@ impl<T: GpuReal> GpuBp<T> {
             .arg(u.slice())
             .arg(v.slice_mut())
             .arg(&self.alpha);
+        if let Some(sk) = &self.skpos {
+            b.arg(sk.slice());
+        }
         let epoch;
         if let Some(o) = &self.owners {
             use std::sync::atomic::Ordering;
@@ -1742,7 +1913,9 @@ impl<T: GpuReal> GpuBp<T> {
                 GeoMode::Stored => GeometryMode::Stored,
                 GeoMode::OnTheFly => GeometryMode::OnTheFly,
             },
-            indices: if self.cfg.interior_last {
+            indices: if let Some(b) = self.cfg.bricks {
+                IndexTraffic::Bricks(b)
+            } else if self.cfg.interior_last {
                 IndexTraffic::Skeleton
             } else {
                 IndexTraffic::Offsets

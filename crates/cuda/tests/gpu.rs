@@ -130,7 +130,11 @@ fn bp_operators_match_the_cpu_twin() {
         t.elapsed().as_secs_f64()
     );
     let m = mesh(3);
-    let configs = tested_configurations();
+    // (the brick kernels need a space numbered per brick: brick_kernels_match_the_cpu_twin)
+    let configs: Vec<_> = tested_configurations()
+        .into_iter()
+        .filter(|(c, _, _)| c.bricks.is_none())
+        .collect();
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -945,4 +949,141 @@ fn device_pcg_with_the_device_diagonal_matches_cpu_pcg() {
             cpu_stats.iterations
         );
     }
+}
+
+/// v19: a block per brick of elements (faces inside the brick summed in shared memory) on
+/// a space numbered per brick, against the CPU twin on the same space: every brick
+/// configuration the CI compiles (BP1, BP3, BP3.5, screened and not, stored and on the
+/// fly, 2x1x1, 2x2x1, 2x2x2, p = 1..8, f64 and f32), each applied twice into an output
+/// that starts as NaN (the fill and the stores must cover every entry each time); the
+/// device diagonal of a bricked operator; and a space that is not bricked as asked is
+/// refused.
+#[test]
+fn brick_kernels_match_the_cpu_twin() {
+    let Some(dev) = gpu() else { return };
+    let grid = [4, 4, 6];
+    let mut m = generate_box(&BoxSpec::parse("hex:4x4x6,perturb=0.25,seed=5").unwrap()).unwrap();
+    m.sort_cells_in_bricks(grid, [2, 2, 2]).unwrap();
+    let configs: Vec<_> = tested_configurations()
+        .into_iter()
+        .filter(|(c, _, _)| c.bricks.is_some())
+        .collect();
+    let specs: Vec<KernelSpec> = configs
+        .iter()
+        .flat_map(|&(cfg, p, f32)| {
+            [
+                if f32 {
+                    bp_kernel::<f32>(cfg, p).map(|k| k.spec)
+                } else {
+                    bp_kernel::<f64>(cfg, p).map(|k| k.spec)
+                },
+                GpuBp::<f64>::diagonal_kernel(cfg, p),
+            ]
+        })
+        .map(|k| k.unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    compile_all(&dev, &specs);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut diagonals = 0;
+    for p in 1..=8 {
+        let natural = H1Space::new(&m, p, 1).unwrap();
+        let mut spaces: Vec<([usize; 3], H1Space)> = Vec::new();
+        let mut reference: BrickReference = Default::default();
+        let mut diag_done = std::collections::HashSet::new();
+        for (cfg, _, f32) in configs.iter().filter(|c| c.1 == p) {
+            let shape = cfg.bricks.unwrap();
+            if !spaces.iter().any(|(s, _)| *s == shape) {
+                spaces.push((shape, natural.bricked(shape).unwrap().0));
+            }
+            let space = &spaces.iter().find(|(s, _)| *s == shape).unwrap().1;
+            let (x, want) = reference
+                .entry((format!("{:?}", cfg.kind), shape))
+                .or_insert_with(|| {
+                    let x = random_vector(space.num_dofs(), p as u64 + 40);
+                    let want = cpu_apply(&m, space, cfg.kind, &x);
+                    (x, want)
+                })
+                .clone();
+            let label = format!(
+                "{} p={p} alpha={} {:?} bricks={shape:?} minb={:?} direct={} regcol={} {}",
+                cfg.kind.name(),
+                cfg.kind.alpha(),
+                cfg.geo,
+                cfg.min_blocks,
+                cfg.direct_geometry,
+                cfg.register_columns,
+                if *f32 { "f32" } else { "f64" }
+            );
+            let runs: Vec<Vec<f64>> = if *f32 {
+                apply_twice::<f32>(&dev, &m, space, *cfg, &x)
+            } else {
+                apply_twice::<f64>(&dev, &m, space, *cfg, &x)
+            };
+            let tol = if *f32 { 1e-5 } else { 1e-12 };
+            for got in &runs {
+                let err = rel_err(got, &want);
+                if err.is_nan() || err >= tol {
+                    failures.push(format!("{label}: rel err {err:e}"));
+                }
+            }
+            checked += 1;
+            // the Jacobi diagonal of a bricked operator (full offsets), once per kind
+            if !*f32 && diag_done.insert(format!("{:?}{:?}", cfg.kind, cfg.geo)) {
+                let got = gpu_diagonal::<f64>(&dev, &m, space, *cfg, &[]).unwrap();
+                let want = TensorOperator::<f64>::new(&m, space, &TensorOptions::new(cfg.kind))
+                    .unwrap()
+                    .diagonal();
+                let err = max_rel_err(&got, &want);
+                if err >= 1e-12 {
+                    failures.push(format!("{label}: diagonal rel err {err:e}"));
+                }
+                diagonals += 1;
+            }
+        }
+        // a space numbered otherwise is refused with a typed error
+        if let Some((cfg, _, _)) = configs.iter().find(|c| c.1 == p && !c.2) {
+            for wrong in [
+                natural.interior_last(),
+                natural.bricked([1, 1, 1]).unwrap().0,
+            ] {
+                match GpuBp::<f64>::new(&dev, &m, &wrong, *cfg) {
+                    Err(ferrofem_cuda::GpuError::Unsupported(_)) => {}
+                    Err(e) => failures.push(format!("p={p}: wrong space gave {e}")),
+                    Ok(_) => failures.push(format!("p={p}: a wrong space was accepted")),
+                }
+            }
+        }
+    }
+    eprintln!("checked {checked} brick configurations (each applied twice) and {diagonals} diagonals against the CPU twin");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 5 * 2 * 8 * 3);
+}
+
+/// Input and CPU result per operator and brick shape.
+type BrickReference = std::collections::HashMap<(String, [usize; 3]), (Vec<f64>, Vec<f64>)>;
+
+/// `A x` twice on the device into one output that starts as NaN.
+fn apply_twice<T: GpuReal>(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    space: &H1Space,
+    cfg: BpConfig,
+    x: &[f64],
+) -> Vec<Vec<f64>> {
+    let op = GpuBp::<T>::new(dev, mesh, space, cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
+    let xt: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
+    let u = DeviceVec::from_host(dev, &xt, "x").unwrap();
+    let mut v = DeviceVec::<T>::from_host(dev, &vec![T::of(f64::NAN); x.len()], "y").unwrap();
+    (0..2)
+        .map(|_| {
+            op.apply(&u, &mut v).unwrap();
+            v.to_host().unwrap().iter().map(|t| t.as_f64()).collect()
+        })
+        .collect()
 }

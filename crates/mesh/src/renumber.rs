@@ -239,6 +239,65 @@ impl Mesh {
         perm
     }
 
+    /// Sorts the cells of a structured `grid[0] × grid[1] × grid[2]` grid, given in
+    /// lexicographic order (x fastest, as [`crate::generate_box`] makes them), into bricks
+    /// of `brick[0] × brick[1] × brick[2]` cells: the bricks in lexicographic order, each
+    /// brick's cells consecutive and lexicographic within it. A GPU kernel can then give a
+    /// thread block one brick and sum the faces inside it in shared memory
+    /// (`H1Space::bricked` numbers the dofs to match and checks that the bricks are real).
+    /// Cell tags move with their cells. Returns the new order: new cell `i` is old cell
+    /// `perm[i]`.
+    pub fn sort_cells_in_bricks(
+        &mut self,
+        grid: [usize; 3],
+        brick: [usize; 3],
+    ) -> Result<Vec<u32>, crate::MeshError> {
+        let cells = self.num_cells();
+        let fail = |reason: String| crate::MeshError::Bricks { cells, reason };
+        if grid.iter().product::<usize>() != cells {
+            return Err(fail(format!(
+                "a {}x{}x{} grid has {} cells",
+                grid[0],
+                grid[1],
+                grid[2],
+                grid.iter().product::<usize>()
+            )));
+        }
+        if let Some(a) = (0..3).find(|&a| brick[a] == 0 || grid[a] % brick[a] != 0) {
+            return Err(fail(format!(
+                "bricks of {}x{}x{} cells do not tile a {}x{}x{} grid (axis {a})",
+                brick[0], brick[1], brick[2], grid[0], grid[1], grid[2]
+            )));
+        }
+        let nb = [grid[0] / brick[0], grid[1] / brick[1], grid[2] / brick[2]];
+        let mut perm = Vec::with_capacity(cells);
+        for bk in 0..nb[2] {
+            for bj in 0..nb[1] {
+                for bi in 0..nb[0] {
+                    for k in 0..brick[2] {
+                        for j in 0..brick[1] {
+                            for i in 0..brick[0] {
+                                let (x, y, z) =
+                                    (bi * brick[0] + i, bj * brick[1] + j, bk * brick[2] + k);
+                                perm.push(((z * grid[1] + y) * grid[0] + x) as u32);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut new_cells = Vec::with_capacity(self.cells().len());
+        let mut tags = Vec::with_capacity(cells);
+        for &old in &perm {
+            new_cells.extend_from_slice(self.cell(old as usize));
+            tags.push(self.cell_tags()[old as usize]);
+        }
+        let coords = self.coords().to_vec();
+        let facets = self.facets().clone();
+        self.replace_parts(coords, new_cells, tags, facets);
+        Ok(perm)
+    }
+
     /// Largest spread of vertex indices within one cell (max minus min index), the
     /// bandwidth of any matrix coupling the vertices of a cell.
     pub fn vertex_bandwidth(&self) -> usize {
@@ -425,5 +484,36 @@ mod tests {
         assert_eq!(spread3(1 << 20), 1 << 60);
         assert_eq!(spread3((1 << 21) - 1).count_ones(), 21);
         assert_eq!(spread2(u32::MAX as u64).count_ones(), 32);
+    }
+
+    #[test]
+    fn cells_sorted_into_bricks_are_consecutive_bricks() {
+        let grid = [4, 2, 6];
+        let mut m = generate_box(&BoxSpec::unit(CellType::Hexahedron, &grid)).unwrap();
+        let before = m.clone();
+        let perm = m.sort_cells_in_bricks(grid, [2, 2, 2]).unwrap();
+        let mut seen = perm.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..48).collect::<Vec<u32>>());
+        for (new, &old) in perm.iter().enumerate() {
+            assert_eq!(m.cell(new), before.cell(old as usize));
+        }
+        // within each brick of 8, the x-, y- and z-neighbours share the expected vertices
+        for g in 0..6 {
+            let c = |i: usize, j: usize, k: usize| m.cell(g * 8 + i + 2 * j + 4 * k);
+            for j in 0..2 {
+                for k in 0..2 {
+                    assert_eq!(c(1, j, k)[0], c(0, j, k)[1]);
+                    assert_eq!(c(j, 1, k)[0], c(j, 0, k)[2]);
+                    assert_eq!(c(j, k, 1)[0], c(j, k, 0)[4]);
+                }
+            }
+        }
+        // bricks that do not tile the grid, and a grid that is not the mesh's
+        assert!(m.clone().sort_cells_in_bricks(grid, [2, 2, 4]).is_err());
+        assert!(m
+            .clone()
+            .sort_cells_in_bricks([4, 2, 5], [1, 1, 1])
+            .is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! Continuous Lagrange spaces (`H¹`-conforming), scalar or vector-valued.
 
-use crate::{numbering, ElemRestriction, SpaceError};
+use crate::brick::{brick_numbering, brick_skeleton_offsets};
+use crate::{numbering, BrickLayout, ElemRestriction, SpaceError};
 use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::Mesh;
@@ -19,6 +20,7 @@ pub struct H1Space {
     mesh_cells: usize,
     mesh_vertices: usize,
     skeleton_nodes: Option<usize>,
+    bricks: Option<BrickLayout>,
 }
 
 impl H1Space {
@@ -40,6 +42,7 @@ impl H1Space {
             mesh_cells: mesh.num_cells(),
             mesh_vertices: mesh.num_vertices(),
             skeleton_nodes: None,
+            bricks: None,
         })
     }
 
@@ -130,6 +133,7 @@ impl H1Space {
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes: Some(nskel),
+            bricks: None,
         };
         (space, new_of)
     }
@@ -137,6 +141,50 @@ impl H1Space {
     /// For a space numbered by [`H1Space::interior_last`], the number of skeleton nodes.
     pub fn skeleton_nodes(&self) -> Option<usize> {
         self.skeleton_nodes
+    }
+
+    /// The same space numbered per brick, for GPU kernels whose thread blocks own a
+    /// brick of `shape[0] × shape[1] × shape[2]` elements: consecutive groups of that many
+    /// elements must tile such a brick (element `ex + bx (ey + by ez)` of a group at
+    /// `(ex, ey, ez)`, as `Mesh::sort_cells_in_bricks` orders a structured box), which is
+    /// checked node by node. Nodes on brick boundaries come first, numbered by owner brick
+    /// in slot order ([`BrickLayout::skeleton_positions`]); each brick's interior nodes
+    /// (including the faces between its elements) follow, contiguous per brick. Also
+    /// returns `new_of[old]`, the renumbering.
+    pub fn bricked(&self, shape: [usize; 3]) -> Result<(H1Space, Vec<u32>), SpaceError> {
+        let (layout, new_of) = brick_numbering(self, shape)?;
+        let d = self.dim();
+        let r = &self.restriction;
+        let offsets: Vec<u32> = r.offsets().iter().map(|&o| new_of[o as usize]).collect();
+        let mut coords = vec![0.0; self.node_coords.len()];
+        for (old, &new) in new_of.iter().enumerate() {
+            coords[new as usize * d..(new as usize + 1) * d]
+                .copy_from_slice(&self.node_coords[old * d..(old + 1) * d]);
+        }
+        let space = H1Space {
+            element: self.element.clone(),
+            ncomp: self.ncomp,
+            restriction: ElemRestriction::new(r.elem_size(), self.ncomp, r.num_nodes(), offsets),
+            node_coords: coords,
+            mesh_cells: self.mesh_cells,
+            mesh_vertices: self.mesh_vertices,
+            skeleton_nodes: None,
+            bricks: Some(layout),
+        };
+        Ok((space, new_of))
+    }
+
+    /// For a space numbered by [`H1Space::bricked`], its brick layout.
+    pub fn brick_layout(&self) -> Option<BrickLayout> {
+        self.bricks
+    }
+
+    /// For a space numbered by [`H1Space::bricked`], the offsets of each brick's boundary
+    /// nodes, `[brick][slot]` in [`BrickLayout::skeleton_positions`] order.
+    pub fn brick_skeleton_offsets(&self) -> Option<Vec<u32>> {
+        self.bricks
+            .as_ref()
+            .map(|l| brick_skeleton_offsets(&self.restriction, l))
     }
 
     /// The reference element.

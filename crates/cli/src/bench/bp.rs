@@ -217,6 +217,14 @@ pub struct BpArgs {
     /// (`false,true`; default false).
     #[arg(long, value_delimiter = ',')]
     compressible_output: Vec<bool>,
+    /// GPU, v2 kernels: a thread block per brick of `AxBxC` elements (v19: the faces
+    /// inside a brick summed in shared memory, only brick boundaries added atomically), or
+    /// `none`; comma-separated to measure several on one mesh (e.g. `none,2x2x1,2x2x2`).
+    /// The box then has a multiple of the largest brick per axis, its cells sorted into
+    /// bricks of that largest shape (the smaller shapes must be its leading parts:
+    /// `2x1x1`, `2x2x1` within `2x2x2`), for every variant measured.
+    #[arg(long, value_delimiter = ',', value_parser = parse_brick)]
+    bricks: Vec<Option<[usize; 3]>>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
     /// to this relative residual.
     #[arg(long)]
@@ -264,6 +272,24 @@ pub struct BpRecord {
     reorder: String,
 }
 
+/// `none` or `AxBxC` (elements per brick along x, y, z, each 1 to 8).
+fn parse_brick(s: &str) -> Result<Option<[usize; 3]>, String> {
+    if s == "none" {
+        return Ok(None);
+    }
+    let d: Vec<usize> = s
+        .split('x')
+        .map(|t| t.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("'{s}': give none or AxBxC, e.g. 2x2x1"))?;
+    match d[..] {
+        [a, b, c] if [a, b, c].iter().all(|&e| (1..=8).contains(&e)) => Ok(Some([a, b, c])),
+        _ => Err(format!(
+            "'{s}': give none or AxBxC with 1 to 8 elements per axis"
+        )),
+    }
+}
+
 fn parse_orders(s: &str) -> Result<Vec<usize>, CliError> {
     let bad = || {
         CliError::Usage(format!(
@@ -307,23 +333,60 @@ fn elems_per_dir(p: usize, dofs: f64) -> usize {
 struct Problem {
     mesh: Mesh,
     space: H1Space,
+    /// The same space numbered per brick, for each brick shape asked for.
+    bricked: Vec<([usize; 3], H1Space)>,
     prep_s: f64,
     reorder: String,
+}
+
+impl Problem {
+    /// The space a variant with `bricks` runs on.
+    fn space_for(&self, bricks: Option<[usize; 3]>) -> &H1Space {
+        bricks
+            .and_then(|b| self.bricked.iter().find(|(s, _)| *s == b))
+            .map_or(&self.space, |(_, s)| s)
+    }
 }
 
 fn problem(p: usize, a: &BpArgs) -> Result<Problem, CliError> {
     let t = Instant::now();
     let n = elems_per_dir(p, a.dofs);
-    let spec = BoxSpec::parse(&format!("hex:{n}x{n}x{n},perturb={},seed=1", a.perturb))?;
+    let shapes: Vec<[usize; 3]> = a.bricks.iter().flatten().copied().collect();
+    // the largest brick per axis: the box takes a multiple of it, its cells sorted into it
+    let big = shapes.iter().fold([1; 3], |m, s| {
+        [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
+    });
+    let grid = big.map(|b| n.div_ceil(b) * b);
+    let spec = BoxSpec::parse(&format!(
+        "hex:{}x{}x{},perturb={},seed=1",
+        grid[0], grid[1], grid[2], a.perturb
+    ))?;
     let mut mesh = generate_box(&spec)?;
-    a.reorder.apply(&mut mesh);
-    let mut space = H1Space::new(&mesh, p, 1)?;
-    if a.numbering == Numbering::InteriorLast {
-        space = space.interior_last();
+    if !shapes.is_empty() {
+        if a.reorder != Reorder::None {
+            return Err(CliError::Usage(
+                "--bricks sorts the cells into bricks: give no --reorder with it".into(),
+            ));
+        }
+        mesh.sort_cells_in_bricks(grid, big)?;
     }
+    a.reorder.apply(&mut mesh);
+    let natural = H1Space::new(&mesh, p, 1)?;
+    let mut bricked = Vec::new();
+    for &s in &shapes {
+        if !bricked.iter().any(|(b, _)| *b == s) {
+            bricked.push((s, natural.bricked(s)?.0));
+        }
+    }
+    let space = if a.numbering == Numbering::InteriorLast {
+        natural.interior_last()
+    } else {
+        natural
+    };
     Ok(Problem {
         mesh,
         space,
+        bricked,
         prep_s: t.elapsed().as_secs_f64(),
         reorder: format!("{:?}", a.reorder).to_lowercase(),
     })
@@ -466,6 +529,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.late_indices.clear();
         base.min_blocks.clear();
         base.elems_per_block.clear();
+        base.bricks.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -479,6 +543,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
+    let all = split(all, &a.bricks, |c, v| c.bricks = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -732,6 +797,7 @@ mod gpu {
             groups_in_sequence: 1,
             zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
             pipeline_chunks: a.pipeline_chunks.first().copied().unwrap_or(0),
+            bricks: None,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -777,7 +843,17 @@ mod gpu {
                 PrefetchArg::Registers => GeoPrefetch::Registers,
             };
         }
-        let op = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, cfg).map_err(ge)?;
+        let bricks = a.bricks.first().copied().flatten();
+        if let Some(b) = bricks {
+            // the kernel chosen so far, one brick per block; an explicit cap is the brick
+            // kernel's own
+            cfg = cfg.with_bricks(b, prob.space.order());
+            if let Some(&m) = a.min_blocks.first() {
+                cfg.min_blocks = Some(m).filter(|&m| m > 0);
+            }
+        }
+        let space = prob.space_for(bricks);
+        let op = GpuBp::<T>::new(dev, &prob.mesh, space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
         let setup = t0.elapsed().as_secs_f64();
         let after = dev.compile_stats();
@@ -833,12 +909,14 @@ mod gpu {
                 String::new()
             },
             if v.is_compressible() { "+cmp" } else { "" }
-        );
+        ) + &cfg
+            .bricks
+            .map_or(String::new(), |b| format!("+b{}x{}x{}", b[0], b[1], b[2]));
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let mut scfg = cfg;
             scfg.kind = skind;
-            let sop = GpuBp::<T>::new(dev, &prob.mesh, &prob.space, scfg).map_err(ge)?;
+            let sop = GpuBp::<T>::new(dev, &prob.mesh, space, scfg).map_err(ge)?;
             // Jacobi diagonal computed matrix-free on the device, inverted there
             let diag = sop.diagonal().map_err(ge)?;
             let blas = GpuBlas::<T>::new(dev).map_err(ge)?;

@@ -143,10 +143,17 @@ impl<T: GpuReal> GpuBp<T> {
                 shared_mem_bytes: 0,
             };
             let (nelem, nskel) = (self.nelem as u32, self.nskel as u32);
+            // a bricked operator's offsets cover brick boundaries only: the diagonal kernel
+            // reads every element node, through the full restriction
+            let full = match &self.element_offsets {
+                Some(off) => Some(DeviceVec::from_host(&self.dev, off, "element offsets")?),
+                None => None,
+            };
+            let offsets = full.as_ref().unwrap_or(&self.offsets);
             let mut b = stream.launch_builder(&func);
             b.arg(&nelem)
                 .arg(&nskel)
-                .arg(self.offsets.slice())
+                .arg(offsets.slice())
                 .arg(self.geo.slice())
                 .arg(tables.slice())
                 .arg(&self.alpha)

@@ -11,7 +11,8 @@
 //! - the restriction: one 4-byte offset per element node (`num_elem · n^d · 4`), shared by
 //!   the components, unless the indices are computed from a structured mesh
 //!   ([`IndexTraffic::Structured`]), only the skeleton nodes' offsets are read
-//!   ([`IndexTraffic::Skeleton`]), or the vectors are E-vectors;
+//!   ([`IndexTraffic::Skeleton`]) or only the brick boundaries' ([`IndexTraffic::Bricks`]),
+//!   or the vectors are E-vectors;
 //! - the geometry: stored, `num_elem · q^d · f` scalars with `f` factors per point —
 //!   1 (`w det J`) for the mass (BP1), `d(d+1)/2` (packed `G`) for pure diffusion, and
 //!   `d(d+1)/2 + 1` (the paper's 7 in 3-D) for diffusion with a mass term; on the fly,
@@ -76,6 +77,10 @@ pub enum IndexTraffic {
     /// Reads offsets only for the element's skeleton nodes (faces, edges, vertices) and
     /// computes the interior ones (spaces numbered interior-last): 4 bytes per skeleton node.
     Skeleton,
+    /// Reads offsets only for the boundary nodes of bricks of `[bx, by, bz]` elements (one
+    /// per brick boundary node, spaces numbered per brick), computing the rest: 4 bytes per
+    /// brick boundary node.
+    Bricks([usize; 3]),
 }
 
 /// Which vectors an application reads and writes.
@@ -141,6 +146,16 @@ pub fn bytes(s: &ModelSpec) -> f64 {
         (VectorTraffic::LVector, IndexTraffic::Skeleton) => {
             let interior = ((s.order as f64) - 1.0).max(0.0).powi(d as i32);
             ne * (nn - interior) * 4.0
+        }
+        (VectorTraffic::LVector, IndexTraffic::Bricks(b)) => {
+            let p = s.order;
+            let all: usize = b[..d as usize].iter().map(|&e| e * p + 1).product();
+            let inner: usize = b[..d as usize]
+                .iter()
+                .map(|&e| (e * p).saturating_sub(1))
+                .product();
+            let bricks = ne / b[..d as usize].iter().product::<usize>().max(1) as f64;
+            bricks * (all - inner) as f64 * 4.0
         }
         _ => 0.0,
     };
@@ -253,6 +268,36 @@ mod tests {
         let m30 = paper_table2(TensorKind::Diffusion { alpha: 0.0 }, 3, p, p + 2, 8);
         assert_eq!(m30.bytes, 8.0 * (2.0 * np + 6.0 * nq));
         assert!(m3.flops > m35.flops && m35.flops > 0.0 && m1.flops > 0.0);
+    }
+
+    #[test]
+    fn brick_indices_count_the_brick_boundary() {
+        let spec = |indices, p, ne| ModelSpec {
+            kind: TensorKind::Mass,
+            dim: 3,
+            order: p,
+            q: p + 2,
+            ncomp: 1,
+            num_elem: ne,
+            num_nodes: 1000,
+            scalar_bytes: 8,
+            geometry: GeometryMode::Stored,
+            indices,
+            vectors: VectorTraffic::LVector,
+            output_read: false,
+        };
+        for p in 1..=8 {
+            // a brick of one element is the element's skeleton
+            assert_eq!(
+                bytes(&spec(IndexTraffic::Bricks([1, 1, 1]), p, 16)),
+                bytes(&spec(IndexTraffic::Skeleton, p, 16))
+            );
+        }
+        // p = 7, 2 x 2 x 2: 15^3 - 13^3 = 1178 offsets per 8 elements
+        let idx = |i| bytes(&spec(i, 7, 16)) - bytes(&spec(IndexTraffic::Structured, 7, 16));
+        assert_eq!(idx(IndexTraffic::Bricks([2, 2, 2])), 2.0 * 1178.0 * 4.0);
+        // 2 x 2 x 1: 15 * 15 * 8 - 13 * 13 * 6 = 786 per 4 elements
+        assert_eq!(idx(IndexTraffic::Bricks([2, 2, 1])), 4.0 * 786.0 * 4.0);
     }
 
     #[test]

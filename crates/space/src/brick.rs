@@ -1,0 +1,251 @@
+//! Brick numbering of a hexahedral space: consecutive groups of elements that tile a
+//! `bx × by × bz` brick, numbered so that a GPU thread block can own a brick, sum the faces
+//! inside it in shared memory, and read offsets only for the brick's boundary.
+
+use crate::space::H1Space;
+use crate::{ElemRestriction, SpaceError};
+use ferrofem_base::CellType;
+
+/// The layout of a space numbered by [`H1Space::bricked`].
+///
+/// Brick nodes are addressed by their position `(i, j, k)` in the brick's
+/// `(bx p + 1) × (by p + 1) × (bz p + 1)` node grid; element `le` of a brick
+/// (`le = ex + bx (ey + by ez)`) holds positions `(ex p .. ex p + p, …)`. Nodes on the
+/// brick's boundary are the *skeleton* and come first in the numbering (by owner brick);
+/// each brick's interior nodes follow, contiguous per brick in lexicographic order, so that
+/// interior node `s` of brick `g` is `skeleton_nodes + g · interior_per_brick + s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BrickLayout {
+    /// Elements per brick along x, y and z.
+    pub shape: [usize; 3],
+    /// Polynomial order.
+    pub order: usize,
+    /// Nodes on brick boundaries (numbered first).
+    pub skeleton_nodes: usize,
+}
+
+impl BrickLayout {
+    /// Elements per brick.
+    pub fn elems(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Nodes per axis of a brick.
+    pub fn dims(&self) -> [usize; 3] {
+        self.shape.map(|s| s * self.order + 1)
+    }
+
+    /// Whether brick position `(i, j, k)` lies on the brick's boundary.
+    pub fn on_boundary(&self, pos: [usize; 3]) -> bool {
+        let d = self.dims();
+        (0..3).any(|a| pos[a] == 0 || pos[a] + 1 == d[a])
+    }
+
+    /// The boundary positions in slot order (lexicographic, x fastest): slot `s` of brick
+    /// `g` is what the kernel's skeleton offsets `[g][s]` point at.
+    pub fn skeleton_positions(&self) -> Vec<[usize; 3]> {
+        let d = self.dims();
+        let mut v = Vec::new();
+        for k in 0..d[2] {
+            for j in 0..d[1] {
+                for i in 0..d[0] {
+                    if self.on_boundary([i, j, k]) {
+                        v.push([i, j, k]);
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Interior nodes per brick.
+    pub fn interior_per_brick(&self) -> usize {
+        self.dims().iter().map(|&n| n.saturating_sub(2)).product()
+    }
+
+    /// The index of interior position `pos` among the brick's interior nodes.
+    pub fn interior_index(&self, pos: [usize; 3]) -> usize {
+        let d = self.dims();
+        ((pos[2] - 1) * (d[1] - 2) + (pos[1] - 1)) * (d[0] - 2) + (pos[0] - 1)
+    }
+
+    /// Where element `le` of a brick sits in it (in elements).
+    pub fn element_of(&self, le: usize) -> [usize; 3] {
+        let s = self.shape;
+        [le % s[0], (le / s[0]) % s[1], le / (s[0] * s[1])]
+    }
+
+    /// An element of the brick holding position `pos`, and the position's local node in
+    /// it (lexicographic, `(k n + j) n + i` with `n = p + 1`).
+    pub fn holder(&self, pos: [usize; 3]) -> (usize, usize) {
+        let p = self.order;
+        let n = p + 1;
+        let mut e = [0; 3];
+        let mut l = [0; 3];
+        for a in 0..3 {
+            e[a] = (pos[a] / p).min(self.shape[a] - 1);
+            l[a] = pos[a] - e[a] * p;
+        }
+        (
+            e[0] + self.shape[0] * (e[1] + self.shape[1] * e[2]),
+            (l[2] * n + l[1]) * n + l[0],
+        )
+    }
+}
+
+/// Renumbers `space` per brick (see [`H1Space::bricked`]); returns the layout and
+/// `new_of[old]`.
+pub(crate) fn brick_numbering(
+    space: &H1Space,
+    shape: [usize; 3],
+) -> Result<(BrickLayout, Vec<u32>), SpaceError> {
+    let fail = |reason: String| SpaceError::NotBricks { reason };
+    if space.cell_type() != CellType::Hexahedron {
+        return Err(fail(format!(
+            "bricks need hexahedra, the space is on {}",
+            space.cell_type()
+        )));
+    }
+    if shape.iter().any(|&s| s == 0 || s > 8) {
+        return Err(fail(format!(
+            "brick shape {shape:?}: each axis takes 1 to 8 elements"
+        )));
+    }
+    let p = space.order();
+    let n = p + 1;
+    let r = space.restriction();
+    let nelem = r.num_elem();
+    let mut layout = BrickLayout {
+        shape,
+        order: p,
+        skeleton_nodes: 0,
+    };
+    let epb = layout.elems();
+    if nelem % epb != 0 {
+        return Err(fail(format!(
+            "{nelem} elements are not whole bricks of {epb}"
+        )));
+    }
+    let ngroups = nelem / epb;
+    let d = layout.dims();
+    let nbn = d[0] * d[1] * d[2];
+    let nn = r.num_nodes();
+    let linear = |pos: [usize; 3]| (pos[2] * d[1] + pos[1]) * d[0] + pos[0];
+    // the first brick touching each node, and whether a second one does
+    let mut first = vec![u32::MAX; nn];
+    let mut shared = vec![false; nn];
+    // per node: the (brick, position) it was last seen at, to find a node twice in a brick
+    let mut seen_at = vec![(u32::MAX, 0u32); nn];
+    let mut pos_dof = vec![u32::MAX; nbn];
+    for g in 0..ngroups {
+        pos_dof.fill(u32::MAX);
+        for le in 0..epb {
+            let e = g * epb + le;
+            let en = r.elem(e);
+            let at = layout.element_of(le);
+            for k in 0..n {
+                for j in 0..n {
+                    for i in 0..n {
+                        let pos = [at[0] * p + i, at[1] * p + j, at[2] * p + k];
+                        let lp = linear(pos);
+                        let dof = en[(k * n + j) * n + i];
+                        if pos_dof[lp] == u32::MAX {
+                            pos_dof[lp] = dof;
+                        } else if pos_dof[lp] != dof {
+                            return Err(fail(format!(
+                                "elements {}..{} do not form a {}x{}x{} brick: element {e} \
+                                 does not share node {pos:?} with its neighbour (sort the \
+                                 cells into bricks first)",
+                                g * epb,
+                                (g + 1) * epb,
+                                shape[0],
+                                shape[1],
+                                shape[2]
+                            )));
+                        }
+                        let dof = dof as usize;
+                        let s = &mut seen_at[dof];
+                        if s.0 == g as u32 && s.1 != lp as u32 {
+                            return Err(fail(format!(
+                                "node {dof} appears twice in brick {g} (a periodic or \
+                                 collapsed mesh cannot be bricked)"
+                            )));
+                        }
+                        *s = (g as u32, lp as u32);
+                        if first[dof] == u32::MAX {
+                            first[dof] = g as u32;
+                        } else if first[dof] != g as u32 {
+                            shared[dof] = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let nib = layout.interior_per_brick();
+    let slots = layout.skeleton_positions();
+    let interior_positions: Vec<[usize; 3]> = (0..nbn)
+        .map(|lp| [lp % d[0], (lp / d[0]) % d[1], lp / (d[0] * d[1])])
+        .filter(|&pos| !layout.on_boundary(pos))
+        .collect();
+    // interior positions: touched by their brick only
+    let mut is_interior = vec![false; nn];
+    for g in 0..ngroups {
+        for &pos in &interior_positions {
+            let (le, l) = layout.holder(pos);
+            let dof = r.elem(g * epb + le)[l] as usize;
+            if shared[dof] {
+                return Err(fail(format!(
+                    "node {dof} inside brick {g} at {pos:?} is touched by another brick"
+                )));
+            }
+            is_interior[dof] = true;
+        }
+    }
+    let nskel = nn - ngroups * nib;
+    let mut new_of = vec![u32::MAX; nn];
+    let mut next = 0u32;
+    for g in 0..ngroups {
+        for &pos in &slots {
+            let (le, l) = layout.holder(pos);
+            let dof = r.elem(g * epb + le)[l] as usize;
+            if new_of[dof] == u32::MAX {
+                new_of[dof] = next;
+                next += 1;
+            }
+        }
+    }
+    // (nodes no element touches stay numbered, after the owned ones)
+    for dof in 0..nn {
+        if !is_interior[dof] && new_of[dof] == u32::MAX {
+            new_of[dof] = next;
+            next += 1;
+        }
+    }
+    debug_assert_eq!(next as usize, nskel);
+    for g in 0..ngroups {
+        for &pos in &interior_positions {
+            let (le, l) = layout.holder(pos);
+            let dof = r.elem(g * epb + le)[l] as usize;
+            new_of[dof] = (nskel + g * nib + layout.interior_index(pos)) as u32;
+        }
+    }
+    layout.skeleton_nodes = nskel;
+    Ok((layout, new_of))
+}
+
+/// The brick-skeleton offsets `[brick][slot]` of a bricked space (slots as
+/// [`BrickLayout::skeleton_positions`]).
+pub(crate) fn brick_skeleton_offsets(r: &ElemRestriction, layout: &BrickLayout) -> Vec<u32> {
+    let slots = layout.skeleton_positions();
+    let epb = layout.elems();
+    let ngroups = r.num_elem() / epb;
+    let mut off = Vec::with_capacity(ngroups * slots.len());
+    for g in 0..ngroups {
+        for &pos in &slots {
+            let (le, l) = layout.holder(pos);
+            off.push(r.elem(g * epb + le)[l]);
+        }
+    }
+    off
+}
