@@ -1453,9 +1453,9 @@ impl<T: GpuReal> GpuBp<T> {
                     .map(|q| (q[0] | q[1] << 8 | q[2] << 16) as u32)
                     .collect::<Vec<u32>>(),
             );
-            let off = space
-                .brick_skeleton_offsets()
-                .expect("a bricked space has brick offsets");
+            let off = space.brick_skeleton_offsets().ok_or_else(|| {
+                GpuError::Unsupported("the bricked space has no brick offsets".into())
+            })?;
             (off, layout.skeleton_nodes)
         } else if cfg.interior_last {
             let Some(nskel) = space.skeleton_nodes() else {

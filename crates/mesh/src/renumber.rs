@@ -227,16 +227,21 @@ impl Mesh {
             .collect();
         let mut perm: Vec<u32> = (0..self.num_cells() as u32).collect();
         perm.sort_unstable_by_key(|&c| (codes[c as usize], c));
+        self.reorder_cells(&perm);
+        perm
+    }
+
+    /// Puts old cell `perm[i]` (with its tag) at position `i`.
+    fn reorder_cells(&mut self, perm: &[u32]) {
         let mut cells = Vec::with_capacity(self.cells().len());
         let mut tags = Vec::with_capacity(self.num_cells());
-        for &old in &perm {
+        for &old in perm {
             cells.extend_from_slice(self.cell(old as usize));
             tags.push(self.cell_tags()[old as usize]);
         }
         let coords = self.coords().to_vec();
         let facets = self.facets().clone();
         self.replace_parts(coords, cells, tags, facets);
-        perm
     }
 
     /// Sorts the cells of a structured `grid[0] × grid[1] × grid[2]` grid, given in
@@ -286,15 +291,7 @@ impl Mesh {
                 }
             }
         }
-        let mut new_cells = Vec::with_capacity(self.cells().len());
-        let mut tags = Vec::with_capacity(cells);
-        for &old in &perm {
-            new_cells.extend_from_slice(self.cell(old as usize));
-            tags.push(self.cell_tags()[old as usize]);
-        }
-        let coords = self.coords().to_vec();
-        let facets = self.facets().clone();
-        self.replace_parts(coords, new_cells, tags, facets);
+        self.reorder_cells(&perm);
         Ok(perm)
     }
 

@@ -119,23 +119,36 @@ impl H1Space {
                 new_of[en[l] as usize] = (nskel + e * ni + k) as u32;
             }
         }
+        let space = self.renumbered(&new_of, Some(nskel), None);
+        (space, new_of)
+    }
+
+    /// This space with node `old` renumbered `new_of[old]` (offsets and coordinates), and
+    /// the numbering's layout recorded.
+    fn renumbered(
+        &self,
+        new_of: &[u32],
+        skeleton_nodes: Option<usize>,
+        bricks: Option<BrickLayout>,
+    ) -> H1Space {
+        let d = self.dim();
+        let r = &self.restriction;
         let offsets: Vec<u32> = r.offsets().iter().map(|&o| new_of[o as usize]).collect();
         let mut coords = vec![0.0; self.node_coords.len()];
         for (old, &new) in new_of.iter().enumerate() {
             coords[new as usize * d..(new as usize + 1) * d]
                 .copy_from_slice(&self.node_coords[old * d..(old + 1) * d]);
         }
-        let space = H1Space {
-            element: el.clone(),
+        H1Space {
+            element: self.element.clone(),
             ncomp: self.ncomp,
-            restriction: ElemRestriction::new(r.elem_size(), self.ncomp, nn, offsets),
+            restriction: ElemRestriction::new(r.elem_size(), self.ncomp, r.num_nodes(), offsets),
             node_coords: coords,
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
-            skeleton_nodes: Some(nskel),
-            bricks: None,
-        };
-        (space, new_of)
+            skeleton_nodes,
+            bricks,
+        }
     }
 
     /// For a space numbered by [`H1Space::interior_last`], the number of skeleton nodes.
@@ -153,24 +166,7 @@ impl H1Space {
     /// returns `new_of[old]`, the renumbering.
     pub fn bricked(&self, shape: [usize; 3]) -> Result<(H1Space, Vec<u32>), SpaceError> {
         let (layout, new_of) = brick_numbering(self, shape)?;
-        let d = self.dim();
-        let r = &self.restriction;
-        let offsets: Vec<u32> = r.offsets().iter().map(|&o| new_of[o as usize]).collect();
-        let mut coords = vec![0.0; self.node_coords.len()];
-        for (old, &new) in new_of.iter().enumerate() {
-            coords[new as usize * d..(new as usize + 1) * d]
-                .copy_from_slice(&self.node_coords[old * d..(old + 1) * d]);
-        }
-        let space = H1Space {
-            element: self.element.clone(),
-            ncomp: self.ncomp,
-            restriction: ElemRestriction::new(r.elem_size(), self.ncomp, r.num_nodes(), offsets),
-            node_coords: coords,
-            mesh_cells: self.mesh_cells,
-            mesh_vertices: self.mesh_vertices,
-            skeleton_nodes: None,
-            bricks: Some(layout),
-        };
+        let space = self.renumbered(&new_of, None, Some(layout));
         Ok((space, new_of))
     }
 
