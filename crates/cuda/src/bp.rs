@@ -447,9 +447,9 @@ pub struct GpuBp<T: GpuReal> {
     pipeline: Option<Pipeline>,
     /// With bricks: each boundary slot's brick position (packed `i | j << 8 | k << 16`).
     skpos: Option<DeviceVec<u32>>,
-    /// With bricks: the full restriction offsets, for the diagonal kernel (which reads
-    /// every element node through them).
-    element_offsets: Option<Vec<u32>>,
+    /// With bricks: the space's brick layout (the diagonal kernel rebuilds the full
+    /// restriction from it and the brick offsets when asked).
+    brick_layout: Option<ferrofem_space::BrickLayout>,
 }
 
 /// The layout of a brick of `shape` elements of order `p` (slots and positions only).
@@ -1168,16 +1168,20 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     })
 }
 
+/// The operators the tests and the CI compile check cover: BP1, BP3 and BP3.5, pure and
+/// screened (α = 1.5).
+pub const TESTED_KINDS: [TensorKind; 5] = [
+    TensorKind::Mass,
+    TensorKind::Diffusion { alpha: 0.0 },
+    TensorKind::Diffusion { alpha: 1.5 },
+    TensorKind::CollocatedDiffusion { alpha: 0.0 },
+    TensorKind::CollocatedDiffusion { alpha: 1.5 },
+];
+
 /// Every configuration the GPU tests and `scripts/gpu-check.sh` benchmarks use, for the CI
 /// compile check: `(config, order, is_f32)`.
 pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
-    let kinds = [
-        TensorKind::Mass,
-        TensorKind::Diffusion { alpha: 0.0 },
-        TensorKind::Diffusion { alpha: 1.5 },
-        TensorKind::CollocatedDiffusion { alpha: 0.0 },
-        TensorKind::CollocatedDiffusion { alpha: 1.5 },
-    ];
+    let kinds = TESTED_KINDS;
     let base = |kind, geo, variant, interior_last, epb, min_blocks| BpConfig {
         kind,
         geo,
@@ -1614,7 +1618,7 @@ impl<T: GpuReal> GpuBp<T> {
             skpos: skpos_host
                 .map(|v| DeviceVec::from_host(dev, &v, "brick slot positions"))
                 .transpose()?,
-            element_offsets: cfg.bricks.map(|_| space.restriction().offsets().to_vec()),
+            brick_layout: cfg.bricks.and(space.brick_layout()),
         };
         if let Some(own) = pipeline_own {
             let chunks = if cfg.pipeline_chunks > 0 {

@@ -738,13 +738,7 @@ fn bp_diagonal_matches_the_cpu_twin() {
     use ferrofem_cuda::bp::{GeoMode, Variant};
     let Some(dev) = gpu() else { return };
     let m = mesh(3);
-    let kinds = [
-        TensorKind::Mass,
-        TensorKind::Diffusion { alpha: 0.0 },
-        TensorKind::Diffusion { alpha: 1.5 },
-        TensorKind::CollocatedDiffusion { alpha: 0.0 },
-        TensorKind::CollocatedDiffusion { alpha: 1.5 },
-    ];
+    let kinds = ferrofem_cuda::bp::TESTED_KINDS;
     // (config, order, interior-last space) of every case
     let mut cases = Vec::new();
     for p in 1..=8 {

@@ -210,16 +210,9 @@ fn every_diagonal_specialisation_compiles_for_sm90() {
     if !nvrtc_or_skip() {
         return;
     }
-    use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp};
-    use ferrofem_operator::tensor::TensorKind;
+    use ferrofem_cuda::bp::{BpConfig, GeoMode, GpuBp, TESTED_KINDS};
     let mut specs = Vec::new();
-    for kind in [
-        TensorKind::Mass,
-        TensorKind::Diffusion { alpha: 0.0 },
-        TensorKind::Diffusion { alpha: 1.5 },
-        TensorKind::CollocatedDiffusion { alpha: 0.0 },
-        TensorKind::CollocatedDiffusion { alpha: 1.5 },
-    ] {
+    for kind in TESTED_KINDS {
         for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
             for p in 1..=8 {
                 for interior_last in [false, true] {

@@ -75,6 +75,43 @@ impl BrickLayout {
         [le % s[0], (le / s[0]) % s[1], le / (s[0] * s[1])]
     }
 
+    /// Every element's offsets (lexicographic local nodes, `[elem][n^3]`) of a space
+    /// numbered in this layout, from its brick-boundary offsets `[brick][slot]` (as
+    /// [`crate::H1Space::brick_skeleton_offsets`] gives them): interior nodes are computed.
+    /// Lets a holder of the compact offsets rebuild the full restriction when it needs it,
+    /// rather than keep both.
+    pub fn element_offsets(&self, brick_offsets: &[u32]) -> Vec<u32> {
+        let slots = self.skeleton_positions();
+        let d = self.dims();
+        let mut slot_of = vec![u32::MAX; d[0] * d[1] * d[2]];
+        for (s, q) in slots.iter().enumerate() {
+            slot_of[(q[2] * d[1] + q[1]) * d[0] + q[0]] = s as u32;
+        }
+        let (p, n, epb) = (self.order, self.order + 1, self.elems());
+        let ngroups = brick_offsets.len() / slots.len().max(1);
+        let nib = self.interior_per_brick();
+        let mut off = Vec::with_capacity(ngroups * epb * n * n * n);
+        for g in 0..ngroups {
+            for le in 0..epb {
+                let at = self.element_of(le);
+                for k in 0..n {
+                    for j in 0..n {
+                        for i in 0..n {
+                            let pos = [at[0] * p + i, at[1] * p + j, at[2] * p + k];
+                            let s = slot_of[(pos[2] * d[1] + pos[1]) * d[0] + pos[0]];
+                            off.push(if s != u32::MAX {
+                                brick_offsets[g * slots.len() + s as usize]
+                            } else {
+                                (self.skeleton_nodes + g * nib + self.interior_index(pos)) as u32
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        off
+    }
+
     /// An element of the brick holding position `pos`, and the position's local node in
     /// it (lexicographic, `(k n + j) n + i` with `n = p + 1`).
     pub fn holder(&self, pos: [usize; 3]) -> (usize, usize) {

@@ -428,6 +428,8 @@ fn brick_numbering_is_a_consistent_permutation_with_computed_interiors() {
             let slots = l.skeleton_positions();
             let off = t.brick_skeleton_offsets().unwrap();
             assert_eq!(off.len(), ngroups * slots.len());
+            // and the full restriction rebuilt from them
+            assert_eq!(l.element_offsets(&off), t.restriction().offsets());
             let n = p + 1;
             for g in 0..ngroups {
                 for le in 0..epb {

@@ -402,6 +402,12 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     {
         eprintln!("note: {r}; running on the CPU");
     }
+    let mut a = a;
+    if matches!(backend, Backend::Cpu { .. }) && !a.bricks.is_empty() {
+        // (no bricked spaces or brick-sorted box for a kernel that does not use them)
+        eprintln!("note: --bricks chooses GPU kernels; the CPU runs without it");
+        a.bricks.clear();
+    }
     let geos: Vec<GeometryMode> = match a.geo {
         GeoArg::Stored => vec![GeometryMode::Stored],
         GeoArg::Otf => vec![GeometryMode::OnTheFly],

@@ -145,8 +145,11 @@ impl<T: GpuReal> GpuBp<T> {
             let (nelem, nskel) = (self.nelem as u32, self.nskel as u32);
             // a bricked operator's offsets cover brick boundaries only: the diagonal kernel
             // reads every element node, through the full restriction
-            let full = match &self.element_offsets {
-                Some(off) => Some(DeviceVec::from_host(&self.dev, off, "element offsets")?),
+            let full = match &self.brick_layout {
+                Some(l) => {
+                    let off = l.element_offsets(&self.offsets.to_host()?);
+                    Some(DeviceVec::from_host(&self.dev, &off, "element offsets")?)
+                }
                 None => None,
             };
             let offsets = full.as_ref().unwrap_or(&self.offsets);
