@@ -533,6 +533,49 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  ncu17)
+    # eleventh session: which sub-unit of L1/shared and of L2 binds the tuned stored
+    # kernels (throughput breakdowns, shared bank conflicts, global requests and sectors per
+    # operation, stall reasons), BP1 p = 3, 7 and BP3 p = 5, 8
+    if command -v ncu >/dev/null; then
+      for c in "bp1 3" "bp1 7" "bp3 5" "bp3 8"; do
+        set -- $c
+        f="$OUT/ncu17-$1-p$2"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables --section WarpStateStats \
+            --section InstructionStats --section SourceCounters --print-details all \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored --reps 1 --warmup 1 > "$f-sections.txt" 2>&1
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --metrics breakdown:l1tex__throughput.avg.pct_of_peak_sustained_elapsed,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_shared_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,smsp__inst_executed.sum,sm__cycles_elapsed.avg \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored --reps 1 --warmup 1 > "$f-metrics.txt" 2>&1
+        echo "== ncu17 $1 p=$2"
+        grep -E "Duration|Throughput|bank_conflicts|wavefronts|inst_executed|t_requests|t_sectors|lts__|l1tex__|Stall|ERR" "$f-metrics.txt" | head -60
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
+  v28)
+    # v20 (eleventh session): BP1's register-column kernel with its weights in pencil order
+    # and conflict-free shared pitches, each and both, against the tuned kernel
+    bench bp1 --backend cuda --order 3..8 --geo stored --pencil-weights false,true --conflict-free false,true
+    ;;
+  ncu18)
+    # v20's look-back: global sectors, shared wavefronts and the LSU data pipe with both
+    if command -v ncu >/dev/null; then
+      for p in 3 7; do
+        f="$OUT/ncu18-bp1-p$p"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis_Tables --section SourceCounters --print-details all \
+            --metrics breakdown:l1tex__throughput.avg.pct_of_peak_sustained_elapsed,breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,dram__bytes_read.sum \
+            "$BIN/ferrofem" bench bp1 --backend cuda --order $p --geo stored --reps 1 --warmup 1 --pencil-weights true --conflict-free true > "$f.txt" 2>&1
+        echo "== ncu18 bp1 p=$p pencil weights, conflict-free"
+        grep -E "Duration|l1tex__data_pipe_lsu_wavefronts.avg|ltcfabric|lts__t_tag|bank_conflicts|t_sectors_pipe|dram__bytes|Theoretical Sectors Global|L1 Wavefronts Shared" "$f.txt" | head -20
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

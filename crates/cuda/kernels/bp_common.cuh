@@ -20,6 +20,17 @@
 // odd row pitch for shared arrays whose rows are read by different threads (bank conflicts)
 #define PADQ (Q % 2 == 0 ? Q + 1 : Q)
 #define PADN (N % 2 == 0 ? N + 1 : N)
+// Position of point (x, y, z) in an element's block of stored factors: lexicographic, or
+// x slowest (WXSLOW, v20: BP1's register-column kernel, whose x-pencil owner (y, z) then
+// reads point x of consecutive pencils at consecutive addresses).
+#ifndef WXSLOW
+#define WXSLOW 0
+#endif
+#if WXSLOW
+#define GPOS(x, y, z) (((x) * Q + (z)) * Q + (y))
+#else
+#define GPOS(x, y, z) (((z) * Q + (y)) * Q + (x))
+#endif
 // reals between consecutive elements of stored geometry (v2 pads to 16 bytes for bulk copies)
 #ifndef GSTRIDE
 #define GSTRIDE (NGEO * QQQ)
@@ -146,7 +157,7 @@ extern "C" __global__ void bp_setup_geometry(const u32 nelem, const real* FF_RES
         real G[6], wdetj;
         const real w = ref[Q + qi] * ref[Q + qj] * ref[Q + qk];
         geo_point_any(ed, ref[qi], ref[qj], ref[qk], w, G, &wdetj);
-        real* g = geo + (size_t)e * GSTRIDE + qp;
+        real* g = geo + (size_t)e * GSTRIDE + GPOS(qi, qj, qk);
 #if OP == 1
         g[0] = wdetj;
 #else

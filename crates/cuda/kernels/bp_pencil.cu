@@ -89,8 +89,26 @@
 #if ZFIRST && (OP != 1 || PIPE)
 #error "ZFIRST (v6) exists for BP1 without PIPE only"
 #endif
+// ZFIRST's two shared regions, sZ [z < Q][y < N][x] and sY [z < Q][y < Q][x]: row and
+// plane pitches (v20: chosen per order by the host from a bank model, so that none of the
+// kernel's eight shared accesses conflicts; by default odd rows, planes unpadded)
+#ifndef ZPR
+#define ZPR PADN
+#endif
+#ifndef ZPP
+#define ZPP (N * ZPR)
+#endif
+#ifndef YPR
+#define YPR PADN
+#endif
+#ifndef YPP
+#define YPP (Q * YPR)
+#endif
+#if ZPR < N || ZPP < N * ZPR || YPR < N || YPP < Q * YPR
+#error "ZFIRST pitches smaller than the regions they lay out"
+#endif
 #if OP == 1 && ZFIRST
-#define REG (Q * Q * PADN)
+#define REG (Q * (ZPP > YPP ? ZPP : YPP))
 #elif OP == 1
 #define REG (N * Q * PADQ)
 #else
@@ -334,7 +352,7 @@ __device__ __forceinline__ void brick_gather(const u32* FF_RESTRICT off, const u
     }
 }
 // The sum over the brick's elements holding brick node (I, J, K) of their nodal outputs,
-// element le's at work0 + le * WORK as [k][j][PADN] rows.
+// element le's at work0 + le * WORK as [k][j] rows of pitch ZPR, planes of pitch ZPP.
 __device__ __forceinline__ real brick_sum(const real* work0, int I, int J, int K) {
     const int ex = min(I / (N - 1), BX - 1), ey = min(J / (N - 1), BY - 1), ez = min(K / (N - 1), BZ - 1);
     const int lx = I - ex * (N - 1), ly = J - ey * (N - 1), lz = K - ez * (N - 1);
@@ -346,7 +364,7 @@ __device__ __forceinline__ real brick_sum(const real* work0, int I, int J, int K
             for (int dx = 0; dx < nx; dx++) {
                 const int le = ((ez - dz) * BY + (ey - dy)) * BX + (ex - dx);
                 const int k = dz ? N - 1 : lz, j = dy ? N - 1 : ly, i = dx ? N - 1 : lx;
-                s += work0[le * WORK + (k * N + j) * PADN + i];
+                s += work0[le * WORK + k * ZPP + j * ZPR + i];
             }
     return s;
 }
@@ -781,7 +799,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real gw[Q];
         if (active) {
 #pragma unroll
-            for (int i = 0; i < Q; i++) gw[i] = GLD(sG[b * QQ + a * Q + i]);
+            for (int i = 0; i < Q; i++) gw[i] = GLD(sG[GPOS(i, a, b)]);
         }
 #endif
 #endif
@@ -792,7 +810,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real gW[Q];   // this column's weights, loaded before the gather completes
         if (active) {
 #pragma unroll
-            for (int q = 0; q < Q; q++) gW[q] = GLD(sG[q * QQ + b * Q + a]);
+            for (int q = 0; q < Q; q++) gW[q] = GLD(sG[GPOS(a, b, q)]);
         }
 #endif
 #if ZFIRST
@@ -800,8 +818,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // sZ [z < Q][y < N][x]: after the z-contraction, and after the transposed y one;
         // sY [z < Q][y < Q][x]: after the y-contraction, then the x-pencils' transposed
         // outputs (each thread rewrites its own pencil in place)
-        real (*sZ)[N][PADN] = (real (*)[N][PADN])R0;
-        real (*sY)[Q][PADN] = (real (*)[Q][PADN])R1;
+#define SZ(z, y, x) R0[(z) * ZPP + (y) * ZPR + (x)]
+#define SY(z, y, x) R1[(z) * YPP + (y) * YPR + (x)]
 #if BRICK
         {
             real in[N];
@@ -810,7 +828,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 real out[Q];
                 CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-                for (int q = 0; q < Q; q++) sZ[q][b][a] = out[q];
+                for (int q = 0; q < Q; q++) SZ(q, b, a) = out[q];
             }
         }
 #else
@@ -823,7 +841,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real out[Q];
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) sZ[q][b][a] = out[q];
+            for (int q = 0; q < Q; q++) SZ(q, b, a) = out[q];
         }
 #endif
         __syncthreads();
@@ -832,11 +850,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active && a < N) {
             real in[N];
 #pragma unroll
-            for (int n = 0; n < N; n++) in[n] = sZ[b][n][a];
+            for (int n = 0; n < N; n++) in[n] = SZ(b, n, a);
             real out[Q];
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) sY[b][q][a] = out[q];
+            for (int q = 0; q < Q; q++) SY(b, q, a) = out[q];
         }
         __syncthreads();
         ORD_MID();
@@ -847,7 +865,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active) {
             real in[N], rx[Q], out[N];
 #pragma unroll
-            for (int n = 0; n < N; n++) in[n] = sY[b][a][n];
+            for (int n = 0; n < N; n++) in[n] = SY(b, a, n);
 #if GEO == 1
             const DetPoly dp = column_det(sv, cX[a], cX[b], cW[a] * cW[b]);
 #endif
@@ -858,7 +876,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if GEOPF == 3
                 rx[i] *= gw[i];
 #else
-                rx[i] *= GLD(sG[b * QQ + a * Q + i]);
+                rx[i] *= GLD(sG[GPOS(i, a, b)]);
 #endif
 #else
                 rx[i] *= cW[i] * det_at(dp, cX[i]);
@@ -866,18 +884,18 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
             CONTRACT(cBt, 1, Q, N, rx, out);
 #pragma unroll
-            for (int n = 0; n < N; n++) sY[b][a][n] = out[n];
+            for (int n = 0; n < N; n++) SY(b, a, n) = out[n];
         }
         __syncthreads();
         // transposed y: pencils (x = a < N, z = b < Q) -> sZ
         if (active && a < N) {
             real in[Q];
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sY[b][q][a];
+            for (int q = 0; q < Q; q++) in[q] = SY(b, q, a);
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int n = 0; n < N; n++) sZ[b][n][a] = out[n];
+            for (int n = 0; n < N; n++) SZ(b, n, a) = out[n];
         }
         ORD_WAIT();
         __syncthreads();
@@ -885,13 +903,13 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active && OWNER) {
             real in[Q];
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sZ[q][b][a];
+            for (int q = 0; q < Q; q++) in[q] = SZ(q, b, a);
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
 #if BRICK
             // own column only: the nodal outputs replace the column just read
 #pragma unroll
-            for (int k = 0; k < N; k++) sZ[k][b][a] = out[k];
+            for (int k = 0; k < N; k++) SZ(k, b, a) = out[k];
 #else
 #pragma unroll
             for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), out[k], is_interior(a, b, k));
@@ -988,7 +1006,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int q = 0; q < Q; q++) {
 #if TMA_GEO
-                rq[q] *= sG[q * QQ + b * Q + a];
+                rq[q] *= sG[GPOS(a, b, q)];
 #elif GEO == 0
                 rq[q] *= gW[q];
 #else
@@ -1047,8 +1065,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if GEO == 0
                 real G[6];
 #pragma unroll
-                for (int c = 0; c < 6; c++) G[c] = GLD(sG[c * QQQ + k * QQ + b * Q + a]);
-                if (MASS) wdetj = GLD(sG[6 * QQQ + k * QQ + b * Q + a]);
+                for (int c = 0; c < 6; c++) G[c] = GLD(sG[c * QQQ + GPOS(a, b, k)]);
+                if (MASS) wdetj = GLD(sG[6 * QQQ + GPOS(a, b, k)]);
                 sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
                 sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
                 rt[k] = G[2] * ur + G[4] * us + G[5] * ut;

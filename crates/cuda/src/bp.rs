@@ -225,6 +225,14 @@ pub struct BpConfig {
     /// With [`SkeletonZeroing::Pipelined`]: launches per application (0: as many as make
     /// each launch's model traffic about a third of the device's L2).
     pub pipeline_chunks: u32,
+    /// v2 BP1 register-column kernel with stored geometry (v20): the weights stored x
+    /// slowest, so that the threads owning x-pencils read them coalesced (the setup and
+    /// diagonal kernels use the same layout).
+    pub pencil_weights: bool,
+    /// v2 BP1 register-column kernel, f64 (v20): shared-memory pitches chosen per order
+    /// so that none of the kernel's shared accesses has bank conflicts (a bank model's
+    /// choice, at up to 30 % more shared memory per element); ignored in f32.
+    pub conflict_free_pitches: bool,
     /// v2, non-persistent, fill before the launch (v19): a block owns a brick of
     /// `[bx, by, bz]` elements of a space numbered by [`H1Space::bricked`] with that shape;
     /// it gathers the brick's nodes once into shared memory and sums the faces inside the
@@ -416,6 +424,8 @@ impl BpConfig {
             groups_in_sequence: 1,
             zero_ahead: 0,
             pipeline_chunks: 0,
+            pencil_weights: false,
+            conflict_free_pitches: false,
             bricks: None,
         }
     }
@@ -646,6 +656,35 @@ fn pad(k: usize) -> usize {
     }
 }
 
+/// Whether the operator's stored BP1 weights are laid out x slowest (v20, `WXSLOW`): the
+/// apply, setup and diagonal kernels must agree on it.
+fn pencil_weights(cfg: &BpConfig) -> bool {
+    cfg.pencil_weights
+        && cfg.register_columns
+        && cfg.geo == GeoMode::Stored
+        && cfg.variant == Variant::Pencil
+}
+
+/// The register-column kernel's shared pitches in reals, `[ZPR, ZPP, YPR, YPP]` (rows and
+/// planes of its regions sZ and sY), where v20's conflict-free layout applies: chosen per
+/// order by a bank model of the kernel's eight shared accesses with 8-byte reals and the
+/// default block shape (`notes/bank-model.py`, `notes/gpu-bp.md` v20), smallest regions
+/// among the conflict-free ones.
+fn zfirst_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 4]> {
+    if !(cfg.conflict_free_pitches && cfg.register_columns && real == 8) {
+        return None;
+    }
+    match p {
+        3 => Some([4, 20, 7, 42]),
+        4 => Some([5, 38, 6, 43]),
+        5 => Some([6, 38, 9, 70]),
+        6 => Some([7, 52, 7, 56]),
+        7 => Some([8, 72, 10, 105]),
+        8 => Some([9, 89, 9, 90]),
+        _ => None,
+    }
+}
+
 /// Elements per block and dynamic shared memory (bytes) of a configuration, mirroring the
 /// kernels' layouts (v1: static shared arrays; v2: `GALL + EPB * WORK` reals).
 fn choose_block(
@@ -671,7 +710,10 @@ fn choose_block(
         Variant::Pencil => {
             // mirrors WORK / GALL in kernels/bp_pencil.cu
             let reg = match op {
-                1 if cfg.register_columns => q * q * pad(n),
+                1 if cfg.register_columns => match zfirst_pitches(&cfg, n - 1, real) {
+                    Some([_, zpp, _, ypp]) => q * zpp.max(ypp),
+                    None => q * q * pad(n),
+                },
                 1 => n * q * pad(q),
                 _ => q * q * pad(q),
             };
@@ -992,6 +1034,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 .into(),
         ));
     }
+    if (cfg.pencil_weights || cfg.conflict_free_pitches)
+        && !(cfg.register_columns && cfg.variant == Variant::Pencil)
+    {
+        return Err(GpuError::Unsupported(
+            "pencil-ordered weights and conflict-free pitches (v20) exist for the register-column (v6) BP1 kernel only".into(),
+        ));
+    }
     if let Some(b) = cfg.bricks {
         if cfg.variant != Variant::Pencil
             || cfg.persistent
@@ -1079,6 +1128,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             },
         ),
     };
+    let pitches = zfirst_pitches(&cfg, p, T::BYTES);
     let spec = KernelSpec::new(
         format!(
             "{}_{}_p{p}_q{q}_{}{}{}{}{}{}_e{epb}{}{}_{tag}{}",
@@ -1106,7 +1156,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 ""
             }
-        ),
+        ) + if pencil_weights(&cfg) { "_pw" } else { "" }
+            + if pitches.is_some() { "_cf" } else { "" },
         source,
     )
     .define("REAL", T::CTYPE)
@@ -1146,7 +1197,16 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         (cfg.skeleton_zeroing == SkeletonZeroing::LookaheadLate) as u32,
     )
     .define("CHUNK", cfg.groups_in_sequence)
-    .define("ZCHUNK", ZERO_CHUNK);
+    .define("ZCHUNK", ZERO_CHUNK)
+    .define("WXSLOW", pencil_weights(&cfg) as u32);
+    let spec = match pitches {
+        Some([zpr, zpp, ypr, ypp]) => spec
+            .define("ZPR", zpr)
+            .define("ZPP", zpp)
+            .define("YPR", ypr)
+            .define("YPP", ypp),
+        None => spec,
+    };
     let spec = match cfg.bricks {
         Some(b) => spec
             .define("BRICK", 1)
@@ -1201,6 +1261,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         groups_in_sequence: 1,
         zero_ahead: 0,
         pipeline_chunks: 0,
+        pencil_weights: false,
+        conflict_free_pitches: false,
         bricks: None,
     };
     let mut v = Vec::new();
@@ -1285,6 +1347,28 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with v20's pencil-ordered weights and conflict-free pitches, each
+                // alone and both (f32: the pitches do not apply), also in a brick
+                if t.register_columns {
+                    let stored = geo == GeoMode::Stored;
+                    for (pw, cf) in [(true, false), (false, true), (true, true)] {
+                        let c = BpConfig {
+                            pencil_weights: pw && stored,
+                            conflict_free_pitches: cf,
+                            ..t
+                        };
+                        if c != t {
+                            v.push((c, p, false));
+                        }
+                    }
+                    let both = BpConfig {
+                        pencil_weights: stored,
+                        conflict_free_pitches: true,
+                        ..t
+                    };
+                    v.push((both, p, true));
+                    v.push((both.with_bricks([2, 2, 1], p), p, false));
+                }
                 // and with a block per brick (v19), in each brick shape the bench offers
                 for (i, shape) in [[2, 1, 1], [2, 2, 1], [2, 2, 2]].into_iter().enumerate() {
                     let c = t.with_bricks(shape, p);

@@ -168,7 +168,7 @@ fn bp_operators_match_the_cpu_twin() {
             let err = rel_err(&got, &want);
             let tol = if *f32 { 1e-5 } else { 1e-12 };
             let label = format!(
-                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} zero={:?} chunk={} {}",
+                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} zero={:?} chunk={} {}",
                 cfg.kind.name(),
                 cfg.kind.alpha(),
                 cfg.variant,
@@ -179,6 +179,8 @@ fn bp_operators_match_the_cpu_twin() {
                 cfg.persistent,
                 cfg.direct_geometry,
                 cfg.register_columns,
+                cfg.pencil_weights,
+                cfg.conflict_free_pitches,
                 cfg.skeleton_zeroing,
                 cfg.groups_in_sequence,
                 if *f32 { "f32" } else { "f64" }
@@ -752,7 +754,18 @@ fn bp_diagonal_matches_the_cpu_twin() {
                     natural.variant = Variant::Slice2D;
                     cases.push((natural, p, false));
                 }
-                cases.push((BpConfig::tuned(kind, geo, p), p, true));
+                let tuned = BpConfig::tuned(kind, geo, p);
+                cases.push((tuned, p, true));
+                // v20: the register-column kernel's weights in pencil order, which the
+                // diagonal kernel must read in that layout
+                if tuned.register_columns && geo == GeoMode::Stored && !tuned.pencil_weights {
+                    let pw = BpConfig {
+                        pencil_weights: true,
+                        conflict_free_pitches: true,
+                        ..tuned
+                    };
+                    cases.push((pw, p, true));
+                }
             }
         }
     }
@@ -797,11 +810,12 @@ fn bp_diagonal_matches_the_cpu_twin() {
                 let err = max_rel_err(&got, want);
                 let tol = if f32 { 1e-5 } else { 1e-12 };
                 let label = format!(
-                    "{} alpha={} p={p} {:?} {:?} il={il} {}",
+                    "{} alpha={} p={p} {:?} {:?} il={il} pw={} {}",
                     cfg.kind.name(),
                     cfg.kind.alpha(),
                     cfg.geo,
                     cfg.variant,
+                    cfg.pencil_weights,
                     if f32 { "f32" } else { "f64" }
                 );
                 if err.is_nan() || err > tol {
@@ -1000,13 +1014,15 @@ fn brick_kernels_match_the_cpu_twin() {
                 })
                 .clone();
             let label = format!(
-                "{} p={p} alpha={} {:?} bricks={shape:?} minb={:?} direct={} regcol={} {}",
+                "{} p={p} alpha={} {:?} bricks={shape:?} minb={:?} direct={} regcol={} pw={} cf={} {}",
                 cfg.kind.name(),
                 cfg.kind.alpha(),
                 cfg.geo,
                 cfg.min_blocks,
                 cfg.direct_geometry,
                 cfg.register_columns,
+                cfg.pencil_weights,
+                cfg.conflict_free_pitches,
                 if *f32 { "f32" } else { "f64" }
             );
             let runs: Vec<Vec<f64>> = if *f32 {

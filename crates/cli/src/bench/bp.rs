@@ -212,6 +212,16 @@ pub struct BpArgs {
     /// measure several (default 0: each launch about a third of L2 in model bytes).
     #[arg(long, value_delimiter = ',')]
     pipeline_chunks: Vec<u32>,
+    /// GPU, BP1's register-column kernel with stored geometry (v20): the weights stored x
+    /// slowest so that the x-pencil owners read them coalesced, comma-separated to measure
+    /// both (`false,true`; default: the tuned choice).
+    #[arg(long, value_delimiter = ',')]
+    pencil_weights: Vec<bool>,
+    /// GPU, BP1's register-column kernel in f64 (v20): shared-memory pitches free of bank
+    /// conflicts, comma-separated to measure both (`false,true`; default: the tuned
+    /// choice).
+    #[arg(long, value_delimiter = ',')]
+    conflict_free: Vec<bool>,
     /// GPU: the output vector in compressible memory (generic data compression), so that
     /// the skeleton's zeros cost less DRAM traffic; comma-separated to measure both
     /// (`false,true`; default false).
@@ -533,6 +543,8 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.compressible_output.clear();
         base.evict_first.clear();
         base.late_indices.clear();
+        base.pencil_weights.clear();
+        base.conflict_free.clear();
         base.min_blocks.clear();
         base.elems_per_block.clear();
         base.bricks.clear();
@@ -548,6 +560,8 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     });
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
+    let all = split(all, &a.pencil_weights, |c, v| c.pencil_weights = v);
+    let all = split(all, &a.conflict_free, |c, v| c.conflict_free = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     let all = split(all, &a.bricks, |c, v| c.bricks = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
@@ -803,6 +817,8 @@ mod gpu {
             groups_in_sequence: 1,
             zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
             pipeline_chunks: a.pipeline_chunks.first().copied().unwrap_or(0),
+            pencil_weights: false,
+            conflict_free_pitches: false,
             bricks: None,
         };
         let mut cfg = cfg;
@@ -819,6 +835,8 @@ mod gpu {
             cfg.geo_prefetch = t.geo_prefetch;
             cfg.skeleton_zeroing = t.skeleton_zeroing;
             cfg.groups_in_sequence = t.groups_in_sequence;
+            cfg.pencil_weights = t.pencil_weights;
+            cfg.conflict_free_pitches = t.conflict_free_pitches;
         }
         if let Some(&c) = a.groups_in_sequence.first() {
             cfg.groups_in_sequence = c;
@@ -840,6 +858,13 @@ mod gpu {
         }
         if let Some(&li) = a.late_indices.first() {
             cfg.late_indices = li && !cfg.persistent;
+        }
+        // v20: only where the register-column kernel runs (elsewhere the same kernel runs)
+        if let Some(&pw) = a.pencil_weights.first() {
+            cfg.pencil_weights = pw && cfg.register_columns && cfg.geo == GeoMode::Stored;
+        }
+        if let Some(&cf) = a.conflict_free.first() {
+            cfg.conflict_free_pitches = cf && cfg.register_columns;
         }
         if let Some(pf) = a.geo_prefetch {
             cfg.geo_prefetch = match pf {
@@ -889,7 +914,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -904,6 +929,12 @@ mod gpu {
             label_part('+', cfg.geo_prefetch.tag()),
             if cfg.evict_first_geometry { "+cs" } else { "" },
             if cfg.late_indices { "+li" } else { "" },
+            if cfg.pencil_weights { "+pw" } else { "" },
+            if cfg.conflict_free_pitches && T::BYTES == 8 {
+                "+cf"
+            } else {
+                ""
+            },
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
             op.zero_ahead_groups()

@@ -21,12 +21,12 @@ enum Which {
     /// Device (or CPU) copy bandwidth: the roofline every other benchmark is measured against.
     Stream(stream::StreamArgs),
     /// CEED BP1: mass matrix (Gauss quadrature, q = p + 2).
-    Bp1(bp::BpArgs),
+    Bp1(Box<bp::BpArgs>),
     /// CEED BP3: diffusion with Gauss quadrature (q = p + 2).
-    Bp3(bp::BpArgs),
+    Bp3(Box<bp::BpArgs>),
     /// BP3.5 (CEED BP5): diffusion collocated at the GLL nodes.
     #[command(name = "bp3.5", alias = "bp5", alias = "bp35")]
-    Bp35(bp::BpArgs),
+    Bp35(Box<bp::BpArgs>),
     /// Residual evaluation of a pointwise form on simplices (Knepley, Rupp & Terrel 2016).
     Residual(residual::ResidualArgs),
     /// Global CSR assembly with each strategy of Cecka, Lew & Darve (2011).
@@ -37,9 +37,9 @@ enum Which {
 pub fn run(a: BenchArgs) -> Result<(), CliError> {
     match a.which {
         Which::Stream(s) => stream::run(s),
-        Which::Bp1(a) => bp::run(bp::BpName::Bp1, a),
-        Which::Bp3(a) => bp::run(bp::BpName::Bp3, a),
-        Which::Bp35(a) => bp::run(bp::BpName::Bp35, a),
+        Which::Bp1(a) => bp::run(bp::BpName::Bp1, *a),
+        Which::Bp3(a) => bp::run(bp::BpName::Bp3, *a),
+        Which::Bp35(a) => bp::run(bp::BpName::Bp35, *a),
         Which::Residual(a) => residual::run(a),
         Which::Assembly(a) => assembly::run(a),
     }

@@ -7,7 +7,7 @@
 //! Compiled on first use through the device's module cache (memory, then disk), so
 //! [`GpuBp::new`] does not pay for it.
 
-use super::{bp_kernel, short_name, skeleton_table, BpConfig, GeoMode, GpuBp};
+use super::{bp_kernel, pencil_weights, short_name, skeleton_table, BpConfig, GeoMode, GpuBp};
 use crate::compile::KernelSpec;
 use crate::{sources, DeviceVec, GpuError, GpuReal};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -84,7 +84,7 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
                 "otf".to_string()
             },
             if cfg.interior_last { "_il" } else { "" }
-        ),
+        ) + if pencil_weights(&cfg) { "_pw" } else { "" },
         source,
     )
     .define("REAL", T::CTYPE)
@@ -96,6 +96,7 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
     .define("GEO", (!stored) as u32)
     .define("MASS", mass as u32)
     .define("INTLAST", cfg.interior_last as u32)
+    .define("WXSLOW", pencil_weights(&cfg) as u32)
     .define("DT", threads);
     Ok(DiagKernel {
         spec,
