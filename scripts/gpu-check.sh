@@ -576,6 +576,12 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v29)
+    # v20's defaults (eleventh session): BP1 stored as tuned now, and BP1 on the fly with
+    # and without the conflict-free pitches
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    bench bp1 --backend cuda --order 3..8 --geo otf --conflict-free false,true
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
