@@ -582,6 +582,11 @@ case "$MODE" in
     bench bp1 --backend cuda --order 3..8 --geo stored
     bench bp1 --backend cuda --order 3..8 --geo otf --conflict-free false,true
     ;;
+  v30)
+    # v20b (eleventh session): the pitches searched with the half-warp bank model (p = 4,
+    # 5, 6 changed), against the pencil weights alone, BP1 stored
+    bench bp1 --backend cuda --order 3..8 --geo stored --conflict-free false,true
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -673,19 +673,20 @@ fn pencil_weights(cfg: &BpConfig) -> bool {
 }
 
 /// The register-column kernel's shared pitches in reals, `[ZPR, ZPP, YPR, YPP]` (rows and
-/// planes of its regions sZ and sY), where v20's conflict-free layout applies: chosen per
-/// order by a bank model of the kernel's eight shared accesses with 8-byte reals and the
-/// default block shape (`notes/bank-model.py`, `notes/gpu-bp.md` v20), smallest regions
-/// among the conflict-free ones.
+/// planes of its regions sZ and sY), where v20's layout applies: chosen per order by a
+/// bank model of the kernel's eight shared accesses with 8-byte reals, half-warps served
+/// apart, and the default block shape (`notes/bank-model.py`, which reproduces Nsight
+/// Compute's counts; `notes/gpu-bp.md` v20, v20b): the fewest wavefronts, then the
+/// smallest regions.
 fn zfirst_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 4]> {
     if !(cfg.conflict_free_pitches && cfg.register_columns && real == 8) {
         return None;
     }
     match p {
         3 => Some([4, 20, 7, 42]),
-        4 => Some([5, 38, 6, 43]),
-        5 => Some([6, 38, 9, 70]),
-        6 => Some([7, 52, 7, 56]),
+        4 => Some([6, 38, 6, 43]),
+        5 => Some([6, 38, 7, 54]),
+        6 => Some([7, 55, 7, 56]),
         7 => Some([8, 72, 10, 105]),
         8 => Some([9, 89, 9, 90]),
         _ => None,
