@@ -587,6 +587,12 @@ case "$MODE" in
     # 5, 6 changed), against the pencil weights alone, BP1 stored
     bench bp1 --backend cuda --order 3..8 --geo stored --conflict-free false,true
     ;;
+  v31)
+    # v20c (eleventh session): BP3's shared pitches from the half-warp bank model, stored
+    # at p = 3..8 and on the fly at p = 5, 8, against the tuned kernel
+    bench bp3 --backend cuda --order 3..8 --geo stored --conflict-free false,true
+    bench bp3 --backend cuda --order 5,8 --geo otf --conflict-free false,true
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

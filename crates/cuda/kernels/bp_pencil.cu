@@ -107,12 +107,48 @@
 #if ZPR < N || ZPP < N * ZPR || YPR < N || YPP < Q * YPR
 #error "ZFIRST pitches smaller than the regions they lay out"
 #endif
+// The other kernels' arrays (v20c: chosen per order by the host from the half-warp bank
+// model, BP3 only): sB (x-contraction and transposed-y outputs, N planes) rows BPR,
+// planes BPP; sU and sC (values at the points; y-contraction and transposed-z outputs)
+// UPR, UPP; sR and sS (x and y derivatives, then fluxes) RPR, RPP and SPR, SPP. By
+// default odd rows, planes unpadded.
+#ifndef BPR
+#define BPR PADQ
+#endif
+#ifndef BPP
+#define BPP (N * BPR)
+#endif
+#ifndef UPR
+#define UPR PADQ
+#endif
+#ifndef UPP
+#define UPP (Q * UPR)
+#endif
+#ifndef RPR
+#define RPR PADQ
+#endif
+#ifndef RPP
+#define RPP (Q * RPR)
+#endif
+#ifndef SPR
+#define SPR PADQ
+#endif
+#ifndef SPP
+#define SPP (Q * SPR)
+#endif
+#if BPR < Q || BPP < N * BPR || UPR < Q || UPP < Q * UPR || RPR < Q || RPP < Q * RPR || SPR < Q || SPP < Q * SPR
+#error "pitches smaller than the arrays they lay out"
+#endif
+#if OP != 3 && (BPR != PADQ || BPP != N * PADQ || UPR != PADQ || UPP != Q * PADQ || RPR != PADQ || RPP != Q * PADQ || SPR != PADQ || SPP != Q * PADQ)
+#error "the pitches of sB, sU, sC, sR and sS are chosen for BP3 only"
+#endif
+#define MAX2(x, y) ((x) > (y) ? (x) : (y))
 #if OP == 1 && ZFIRST
 #define REG (Q * (ZPP > YPP ? ZPP : YPP))
 #elif OP == 1
 #define REG (N * Q * PADQ)
 #else
-#define REG (Q * Q * PADQ)
+#define REG MAX2(MAX2(Q * Q * PADQ, N * BPP), MAX2(Q * UPP, MAX2(Q * RPP, Q * SPP)))
 #endif
 // stored geometry staged in shared memory by bulk copies
 #define TMA_GEO (GEO == 0 && GEOLOAD == 0)
@@ -673,6 +709,13 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
 #define GEO_REFILL() do { } while (0)
 #endif
 
+// the non-ZFIRST arrays, [z][y][x] with the pitches above (pC, pU: the kernel's pointers)
+#define SB(z, y, x) R1[(z) * BPP + (y) * BPR + (x)]
+#define SC(z, y, x) pC[(z) * UPP + (y) * UPR + (x)]
+#define SU(z, y, x) pU[(z) * UPP + (y) * UPR + (x)]
+#define SR(z, y, x) R1[(z) * RPP + (y) * RPR + (x)]
+#define SS(z, y, x) R2[(z) * SPP + (y) * SPR + (x)]
+
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
          const real* FF_RESTRICT mats_unused, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha
@@ -946,18 +989,17 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real rq[Q];   // z-column of values at the points (x = a, y = b)
 #if OP == 5
         // collocated: the values at the points are the nodal values
-        real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])sIn;
+        real* const pU = (real*)sIn;
         if (active) {
 #pragma unroll
             for (int k = 0; k < Q; k++) rq[k] = sIn[k][b][a];
         }
 #else
         // interpolation to the Gauss points; x-pencils (y=a, z=b) -> sB (R1)
-        real (*sB)[N][PADQ] = (real (*)[N][PADQ])R1;
 #if OP == 1
-        real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])R0;   // shares R0 with sA (disjoint lifetimes)
+        real* const pC = R0;   // shares R0 with sA (disjoint lifetimes)
 #else
-        real (*sC)[Q][PADQ] = (real (*)[Q][PADQ])R2;
+        real* const pC = R2;
 #endif
         real (*sA)[N][PADN] = (real (*)[N][PADN])R0;   // output of the last transposed phase
         if (active && OWNER) {
@@ -967,7 +1009,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real out[Q];
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) sB[b][a][q] = out[q];
+            for (int q = 0; q < Q; q++) SB(b, a, q) = out[q];
         }
         __syncthreads();
         STAGE_REFILL();
@@ -975,11 +1017,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active && b < N) {
             real in[N];
 #pragma unroll
-            for (int n = 0; n < N; n++) in[n] = sB[b][n][a];
+            for (int n = 0; n < N; n++) in[n] = SB(b, n, a);
             real out[Q];
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) sC[b][q][a] = out[q];
+            for (int q = 0; q < Q; q++) SC(b, q, a) = out[q];
         }
         __syncthreads();
 #if OP == 1
@@ -989,7 +1031,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active) {
             real in[N];
 #pragma unroll
-            for (int n = 0; n < N; n++) in[n] = sC[n][b][a];
+            for (int n = 0; n < N; n++) in[n] = SC(n, b, a);
             CONTRACT(cBf, 1, N, Q, in, rq);
         }
 #endif
@@ -1020,27 +1062,25 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // values (R0, or the input for BP3.5), sR (R1) and sS (R2) the x / y derivatives and
         // then the fluxes and, in place, their transposed x / y contractions
 #if OP == 3
-        real (*sU)[Q][PADQ] = (real (*)[Q][PADQ])R0;
+        real* const pU = R0;
         if (active) {
 #pragma unroll
-            for (int q = 0; q < Q; q++) sU[q][b][a] = rq[q];
+            for (int q = 0; q < Q; q++) SU(q, b, a) = rq[q];
         }
         __syncthreads();
 #endif
-        real (*sR)[Q][PADQ] = (real (*)[Q][PADQ])R1;
-        real (*sS)[Q][PADQ] = (real (*)[Q][PADQ])R2;
         // x-pencil (y=a, z=b) -> sR: d/dx;  y-pencil (x=a, z=b) -> sS: d/dy
         if (active) {
             real row[Q], col[Q];
 #pragma unroll
-            for (int n = 0; n < Q; n++) { row[n] = sU[b][a][n]; col[n] = sU[b][n][a]; }
+            for (int n = 0; n < Q; n++) { row[n] = SU(b, a, n); col[n] = SU(b, n, a); }
             real dr[Q], ds[Q];
             CONTRACT(cDf, -1, Q, Q, row, dr);
             CONTRACT(cDf, -1, Q, Q, col, ds);
 #pragma unroll
             for (int m = 0; m < Q; m++) {
-                sR[b][a][m] = dr[m];
-                sS[b][m][a] = ds[m];
+                SR(b, a, m) = dr[m];
+                SS(b, m, a) = ds[m];
             }
         }
         __syncthreads();
@@ -1060,22 +1100,22 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int k = 0; k < Q; k++) {
                 const real ut = rt[k];
-                const real ur = sR[k][b][a], us = sS[k][b][a];
+                const real ur = SR(k, b, a), us = SS(k, b, a);
                 real wdetj = 0;
 #if GEO == 0
                 real G[6];
 #pragma unroll
                 for (int c = 0; c < 6; c++) G[c] = GLD(sG[c * QQQ + GPOS(a, b, k)]);
                 if (MASS) wdetj = GLD(sG[6 * QQQ + GPOS(a, b, k)]);
-                sR[k][b][a] = G[0] * ur + G[1] * us + G[2] * ut;
-                sS[k][b][a] = G[1] * ur + G[3] * us + G[4] * ut;
+                SR(k, b, a) = G[0] * ur + G[1] * us + G[2] * ut;
+                SS(k, b, a) = G[1] * ur + G[3] * us + G[4] * ut;
                 rt[k] = G[2] * ur + G[4] * us + G[5] * ut;
 #else
                 const real g[3] = {ur, us, ut};
                 real f[3];
                 column_flux(cm, cX[k], cW[a] * cW[b] * cW[k], g, f, &wdetj);
-                sR[k][b][a] = f[0];
-                sS[k][b][a] = f[1];
+                SR(k, b, a) = f[0];
+                SS(k, b, a) = f[1];
                 rt[k] = f[2];
 #endif
                 rm[k] = MASS ? alpha * wdetj * rq[k] : (real)0;
@@ -1088,14 +1128,14 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active) {
             real row[Q], col[Q];
 #pragma unroll
-            for (int n = 0; n < Q; n++) { row[n] = sR[b][a][n]; col[n] = sS[b][n][a]; }
+            for (int n = 0; n < Q; n++) { row[n] = SR(b, a, n); col[n] = SS(b, n, a); }
             real tx[Q], ty[Q];
             CONTRACT(cDt, -1, Q, Q, row, tx);
             CONTRACT(cDt, -1, Q, Q, col, ty);
 #pragma unroll
             for (int i = 0; i < Q; i++) {
-                sR[b][a][i] = tx[i];
-                sS[b][i][a] = ty[i];
+                SR(b, a, i) = tx[i];
+                SS(b, i, a) = ty[i];
             }
         }
 #if OP == 5
@@ -1105,7 +1145,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active) {
             CONTRACT(cDt, -1, Q, Q, rt, rq);
 #pragma unroll
-            for (int k = 0; k < Q; k++) rq[k] += sR[k][b][a] + sS[k][b][a] + rm[k];
+            for (int k = 0; k < Q; k++) rq[k] += SR(k, b, a) + SS(k, b, a) + rm[k];
         }
 #endif
 
@@ -1128,7 +1168,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             real out[N];
             CONTRACT(cBt, 1, Q, N, rq, out);
 #pragma unroll
-            for (int n = 0; n < N; n++) sC[n][b][a] = out[n];
+            for (int n = 0; n < N; n++) SC(n, b, a) = out[n];
         }
         __syncthreads();
 #if OP == 1
@@ -1137,17 +1177,17 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (active && b < N) {
             real in[Q];
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sC[b][q][a];
+            for (int q = 0; q < Q; q++) in[q] = SC(b, q, a);
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll
-            for (int j = 0; j < N; j++) sB[b][j][a] = out[j];
+            for (int j = 0; j < N; j++) SB(b, j, a) = out[j];
         }
         __syncthreads();
         if (active && OWNER) {
             real in[Q];
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sB[b][a][q];
+            for (int q = 0; q < Q; q++) in[q] = SB(b, a, q);
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
 #pragma unroll

@@ -229,9 +229,10 @@ pub struct BpConfig {
     /// slowest, so that the threads owning x-pencils read them coalesced (the setup and
     /// diagonal kernels use the same layout).
     pub pencil_weights: bool,
-    /// v2 BP1 register-column kernel, f64 (v20): shared-memory pitches chosen per order
-    /// so that none of the kernel's shared accesses has bank conflicts (a bank model's
-    /// choice, at up to 30 % more shared memory per element); ignored in f32.
+    /// v2 BP1 register-column kernel (v20) and v2 BP3 kernel (v20c), f64: shared-memory
+    /// pitches chosen per order by a bank model to remove the bank conflicts it can (at up
+    /// to 30 % more shared memory per element); ignored in f32 and at orders without a
+    /// choice.
     pub conflict_free_pitches: bool,
     /// v2, non-persistent, fill before the launch (v19): a block owns a brick of
     /// `[bx, by, bz]` elements of a space numbered by [`H1Space::bricked`] with that shape;
@@ -693,6 +694,27 @@ fn zfirst_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 4]> {
     }
 }
 
+/// The BP3 kernel's shared pitches in reals, `[BPR, BPP, UPR, UPP, RPR, RPP, SPR, SPP]`
+/// (rows and planes of its arrays sB, sU and sC, sR, sS), where v20c's layout applies
+/// (`conflict_free_pitches`, f64): chosen per order by the half-warp bank model of the
+/// kernel's shared accesses with the default block shape (`notes/bank-model-bp3.py`,
+/// `notes/gpu-bp.md` v20c), the fewest wavefronts, then the smallest regions.
+fn bp3_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 8]> {
+    let bp3 = matches!(cfg.kind, TensorKind::Diffusion { .. });
+    if !(cfg.conflict_free_pitches && bp3 && cfg.variant == Variant::Pencil && real == 8) {
+        return None;
+    }
+    match p {
+        3 => Some([7, 38, 5, 39, 5, 25, 5, 37]),
+        4 => Some([9, 54, 9, 54, 9, 58, 6, 38]),
+        5 => Some([7, 42, 7, 61, 7, 49, 7, 55]),
+        6 => Some([9, 72, 9, 72, 9, 72, 8, 72]),
+        7 => Some([10, 89, 9, 89, 9, 81, 9, 89]),
+        8 => Some([11, 110, 10, 106, 10, 101, 10, 106]),
+        _ => None,
+    }
+}
+
 /// Elements per block and dynamic shared memory (bytes) of a configuration, mirroring the
 /// kernels' layouts (v1: static shared arrays; v2: `GALL + EPB * WORK` reals).
 fn choose_block(
@@ -723,7 +745,14 @@ fn choose_block(
                     None => q * q * pad(n),
                 },
                 1 => n * q * pad(q),
-                _ => q * q * pad(q),
+                _ => match bp3_pitches(&cfg, n - 1, real) {
+                    Some([_, bpp, _, upp, _, rpp, _, spp]) => (q * q * pad(q))
+                        .max(n * bpp)
+                        .max(q * upp)
+                        .max(q * rpp)
+                        .max(q * spp),
+                    None => q * q * pad(q),
+                },
             };
             let tma = !otf && !cfg.direct_geometry;
             // BP1: two regions; BP3 / BP3.5: three (transposed phase in place, v10)
@@ -1042,11 +1071,18 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 .into(),
         ));
     }
-    if (cfg.pencil_weights || cfg.conflict_free_pitches)
-        && !(cfg.register_columns && cfg.variant == Variant::Pencil)
+    if cfg.pencil_weights && !(cfg.register_columns && cfg.variant == Variant::Pencil) {
+        return Err(GpuError::Unsupported(
+            "pencil-ordered weights (v20) exist for the register-column (v6) BP1 kernel only"
+                .into(),
+        ));
+    }
+    if cfg.conflict_free_pitches
+        && !(cfg.variant == Variant::Pencil
+            && (cfg.register_columns || matches!(cfg.kind, TensorKind::Diffusion { .. })))
     {
         return Err(GpuError::Unsupported(
-            "pencil-ordered weights and conflict-free pitches (v20) exist for the register-column (v6) BP1 kernel only".into(),
+            "conflict-free pitches (v20, v20c) exist for the register-column (v6) BP1 kernel and the v2 BP3 kernel only".into(),
         ));
     }
     if let Some(b) = cfg.bricks {
@@ -1165,7 +1201,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 ""
             }
         ) + if pencil_weights(&cfg) { "_pw" } else { "" }
-            + if pitches.is_some() { "_cf" } else { "" },
+            + if pitches.is_some() || bp3_pitches(&cfg, p, T::BYTES).is_some() {
+                "_cf"
+            } else {
+                ""
+            },
         source,
     )
     .define("REAL", T::CTYPE)
@@ -1207,6 +1247,18 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("CHUNK", cfg.groups_in_sequence)
     .define("ZCHUNK", ZERO_CHUNK)
     .define("WXSLOW", pencil_weights(&cfg) as u32);
+    let spec = match bp3_pitches(&cfg, p, T::BYTES) {
+        Some([bpr, bpp, upr, upp, rpr, rpp, spr, spp]) => spec
+            .define("BPR", bpr)
+            .define("BPP", bpp)
+            .define("UPR", upr)
+            .define("UPP", upp)
+            .define("RPR", rpr)
+            .define("RPP", rpp)
+            .define("SPR", spr)
+            .define("SPP", spp),
+        None => spec,
+    };
     let spec = match pitches {
         Some([zpr, zpp, ypr, ypp]) => spec
             .define("ZPR", zpr)
@@ -1377,6 +1429,26 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     };
                     v.push((both, p, true));
                     v.push((both.with_bricks([2, 2, 1], p), p, false));
+                }
+                // and BP3 with v20c's pitches (f32: they do not apply), also on a natural
+                // numbering and in a brick
+                if matches!(kind, TensorKind::Diffusion { .. }) {
+                    let c = BpConfig {
+                        conflict_free_pitches: true,
+                        ..t
+                    };
+                    v.push((c, p, false));
+                    v.push((c, p, true));
+                    v.push((c.with_bricks([2, 2, 1], p), p, false));
+                    if geo == GeoMode::Stored {
+                        let natural = BpConfig {
+                            interior_last: false,
+                            min_blocks: None,
+                            skeleton_zeroing: SkeletonZeroing::Host,
+                            ..c
+                        };
+                        v.push((natural, p, false));
+                    }
                 }
                 // and with a block per brick (v19), in each brick shape the bench offers
                 for (i, shape) in [[2, 1, 1], [2, 2, 1], [2, 2, 2]].into_iter().enumerate() {

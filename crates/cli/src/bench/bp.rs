@@ -217,9 +217,9 @@ pub struct BpArgs {
     /// both (`false,true`; default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     pencil_weights: Vec<bool>,
-    /// GPU, BP1's register-column kernel in f64 (v20): shared-memory pitches free of bank
-    /// conflicts, comma-separated to measure both (`false,true`; default: the tuned
-    /// choice).
+    /// GPU, f64, BP1's register-column kernel (v20) and the BP3 kernel (v20c): shared-memory
+    /// pitches chosen to remove bank conflicts, comma-separated to measure both
+    /// (`false,true`; default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     conflict_free: Vec<bool>,
     /// GPU: the output vector in compressible memory (generic data compression), so that
@@ -864,7 +864,10 @@ mod gpu {
             cfg.pencil_weights = pw && cfg.register_columns && cfg.geo == GeoMode::Stored;
         }
         if let Some(&cf) = a.conflict_free.first() {
-            cfg.conflict_free_pitches = cf && cfg.register_columns;
+            cfg.conflict_free_pitches = cf
+                && (cfg.register_columns
+                    || matches!(kind, TensorKind::Diffusion { .. })
+                        && kernel != KernelArg::Slice2d);
         }
         if let Some(pf) = a.geo_prefetch {
             cfg.geo_prefetch = match pf {
