@@ -593,6 +593,13 @@ case "$MODE" in
     bench bp3 --backend cuda --order 3..8 --geo stored --conflict-free false,true
     bench bp3 --backend cuda --order 5,8 --geo otf --conflict-free false,true
     ;;
+  v32)
+    # v20c's defaults (eleventh session): BP3 stored as tuned now, a block-shape and cap
+    # scan at p = 5 (the order still short of 85 %), BP3.5 stored (unchanged kernels)
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    bench bp3 --backend cuda --order 5 --geo stored --min-blocks 6,7,8 --elems-per-block 1,2
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

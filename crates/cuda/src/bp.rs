@@ -349,6 +349,11 @@ impl BpConfig {
                 _ => {}
             },
         }
+        // v20c (eleventh session, `gpu-check.sh v31`): BP3's arrays with their own
+        // pitches, stored (+0.8 to +12 %) and on the fly (+4 to +5 %)
+        if matches!(kind, TensorKind::Diffusion { .. }) && (3..=8).contains(&p) {
+            c.conflict_free_pitches = true;
+        }
         c
     }
 
@@ -1430,11 +1435,12 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     v.push((both, p, true));
                     v.push((both.with_bricks([2, 2, 1], p), p, false));
                 }
-                // and BP3 with v20c's pitches (f32: they do not apply), also on a natural
-                // numbering and in a brick
+                // and BP3 with the other layout than the tuned one (v20c's pitches or the
+                // plain one; f32: the pitches do not apply), also on a natural numbering
+                // and in a brick
                 if matches!(kind, TensorKind::Diffusion { .. }) {
                     let c = BpConfig {
-                        conflict_free_pitches: true,
+                        conflict_free_pitches: !t.conflict_free_pitches,
                         ..t
                     };
                     v.push((c, p, false));
