@@ -600,6 +600,10 @@ case "$MODE" in
     bench bp3 --backend cuda --order 5 --geo stored --min-blocks 6,7,8 --elems-per-block 1,2
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     ;;
+  v33)
+    # v20c with the barrier its layouts need (sC over sS): BP3 stored as tuned
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -1164,6 +1164,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #else
         // transposed interpolation: z in registers -> sC (own column), then y -> sB, x -> sA
+#if UPR != SPR || UPP != SPP
+        // sC overlays sS (R2) in another layout (v20c's pitches): own columns no longer
+        // coincide, so every thread's last reads of sS come first
+        __syncthreads();
+#endif
         if (active) {
             real out[N];
             CONTRACT(cBt, 1, Q, N, rq, out);
