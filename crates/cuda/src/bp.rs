@@ -231,8 +231,8 @@ pub struct BpConfig {
     pub pencil_weights: bool,
     /// v2 BP1 register-column kernel (v20) and v2 BP3 kernel (v20c), f64: shared-memory
     /// pitches chosen per order by a bank model to remove the bank conflicts it can (at up
-    /// to 30 % more shared memory per element); ignored in f32 and at orders without a
-    /// choice.
+    /// to 38 % more shared memory per element; BP3 then needs one barrier more); ignored in
+    /// f32 and at orders without a choice.
     pub conflict_free_pitches: bool,
     /// v2, non-persistent, fill before the launch (v19): a block owns a brick of
     /// `[bx, by, bz]` elements of a space numbered by [`H1Space::bricked`] with that shape;
@@ -349,9 +349,11 @@ impl BpConfig {
                 _ => {}
             },
         }
-        // v20c (eleventh session, `gpu-check.sh v31`): BP3's arrays with their own
-        // pitches, stored (+0.8 to +12 %) and on the fly (+4 to +5 %)
-        if matches!(kind, TensorKind::Diffusion { .. }) && (3..=8).contains(&p) {
+        // v20c (eleventh session, `gpu-check.sh v33`): BP3 stored at p = 7, 8 with its
+        // arrays' own pitches (+1 to +7 %); at p = 3..6 the barrier these layouts need
+        // costs as much as (p = 3) or more than (p = 4..6, −4 to −16 %) the conflicts
+        // they remove, and on the fly is not measured with the barrier
+        if matches!(kind, TensorKind::Diffusion { .. }) && stored && (7..=8).contains(&p) {
             c.conflict_free_pitches = true;
         }
         c
