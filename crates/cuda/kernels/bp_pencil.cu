@@ -709,12 +709,29 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
 #define GEO_REFILL() do { } while (0)
 #endif
 
-// the non-ZFIRST arrays, [z][y][x] with the pitches above (pC, pU: the kernel's pointers)
+// the non-ZFIRST arrays, [z][y][x] with the pitches above (pC, pU: the kernel's pointers):
+// in the default layout as the typed arrays the kernels had before v20c (ptxas allocates
+// them as before; the arithmetic form spills some capped kernels), with v20c's pitches by
+// arithmetic (the form measured and tested on the device)
+#define CUSTOM_PITCHES (BPR != PADQ || BPP != N * PADQ || UPR != PADQ || UPP != Q * PADQ || RPR != PADQ || RPP != Q * PADQ || SPR != PADQ || SPP != Q * PADQ)
+#if CUSTOM_PITCHES
 #define SB(z, y, x) R1[(z) * BPP + (y) * BPR + (x)]
 #define SC(z, y, x) pC[(z) * UPP + (y) * UPR + (x)]
 #define SU(z, y, x) pU[(z) * UPP + (y) * UPR + (x)]
 #define SR(z, y, x) R1[(z) * RPP + (y) * RPR + (x)]
 #define SS(z, y, x) R2[(z) * SPP + (y) * SPR + (x)]
+#else
+#define SB(z, y, x) ((real (*)[N][PADQ])R1)[z][y][x]
+#define SC(z, y, x) ((real (*)[Q][PADQ])pC)[z][y][x]
+#if OP == 5
+// (BP3.5: the values at the points are the input, sIn, in its own layout)
+#define SU(z, y, x) sIn[z][y][x]
+#else
+#define SU(z, y, x) ((real (*)[Q][PADQ])pU)[z][y][x]
+#endif
+#define SR(z, y, x) ((real (*)[Q][PADQ])R1)[z][y][x]
+#define SS(z, y, x) ((real (*)[Q][PADQ])R2)[z][y][x]
+#endif
 
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
@@ -989,7 +1006,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         real rq[Q];   // z-column of values at the points (x = a, y = b)
 #if OP == 5
         // collocated: the values at the points are the nodal values
-        real* const pU = (real*)sIn;
         if (active) {
 #pragma unroll
             for (int k = 0; k < Q; k++) rq[k] = sIn[k][b][a];

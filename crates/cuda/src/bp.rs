@@ -1439,10 +1439,16 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 }
                 // and BP3 with the other layout than the tuned one (v20c's pitches or the
                 // plain one; f32: the pitches do not apply), also on a natural numbering
-                // and in a brick
+                // and in a brick; the pitches uncapped where the tuned kernel does not
+                // take them (under those caps some spill: p = 5 screened, p = 6)
                 if matches!(kind, TensorKind::Diffusion { .. }) {
                     let c = BpConfig {
                         conflict_free_pitches: !t.conflict_free_pitches,
+                        min_blocks: if t.conflict_free_pitches {
+                            t.min_blocks
+                        } else {
+                            None
+                        },
                         ..t
                     };
                     v.push((c, p, false));
