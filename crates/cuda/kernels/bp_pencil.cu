@@ -90,8 +90,10 @@
 #error "ZFIRST (v6) exists for BP1 without PIPE only"
 #endif
 // ZFIRST's two shared regions, sZ [z < Q][y < N][x] and sY [z < Q][y < Q][x]: row and
-// plane pitches (v20: chosen per order by the host from a bank model, so that none of the
-// kernel's eight shared accesses conflicts; by default odd rows, planes unpadded)
+// plane pitches (v20: chosen per order by the host from a bank model, for the fewest
+// wavefronts of the kernel's eight shared accesses; some conflicts remain where rows and
+// columns of one array cannot both be served at once; by default odd rows, planes
+// unpadded)
 #ifndef ZPR
 #define ZPR PADN
 #endif

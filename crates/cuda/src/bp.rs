@@ -229,10 +229,10 @@ pub struct BpConfig {
     /// slowest, so that the threads owning x-pencils read them coalesced (the setup and
     /// diagonal kernels use the same layout).
     pub pencil_weights: bool,
-    /// v2 BP1 register-column kernel (v20) and v2 BP3 kernel (v20c), f64: shared-memory
-    /// pitches chosen per order by a bank model to remove the bank conflicts it can (at up
-    /// to 38 % more shared memory per element; BP3 then needs one barrier more); ignored in
-    /// f32 and at orders without a choice.
+    /// v2 BP1 register-column kernel (v20) and non-persistent v2 BP3 kernel (v20c), f64:
+    /// shared-memory pitches chosen per order by a bank model for the fewest bank
+    /// conflicts (fewer, not none; at up to 38 % more shared memory per element; BP3 then
+    /// needs one barrier more); ignored in f32 and at orders without a choice.
     pub conflict_free_pitches: bool,
     /// v2, non-persistent, fill before the launch (v19): a block owns a brick of
     /// `[bx, by, bz]` elements of a space numbered by [`H1Space::bricked`] with that shape;
@@ -1086,10 +1086,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     }
     if cfg.conflict_free_pitches
         && !(cfg.variant == Variant::Pencil
+            && !cfg.persistent
             && (cfg.register_columns || matches!(cfg.kind, TensorKind::Diffusion { .. })))
     {
         return Err(GpuError::Unsupported(
-            "conflict-free pitches (v20, v20c) exist for the register-column (v6) BP1 kernel and the v2 BP3 kernel only".into(),
+            "the modelled shared pitches (v20, v20c) exist for the register-column (v6) BP1 kernel and the non-persistent v2 BP3 kernel only".into(),
         ));
     }
     if let Some(b) = cfg.bricks {
@@ -1180,6 +1181,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         ),
     };
     let pitches = zfirst_pitches(&cfg, p, T::BYTES);
+    let bp3p = bp3_pitches(&cfg, p, T::BYTES);
     let spec = KernelSpec::new(
         format!(
             "{}_{}_p{p}_q{q}_{}{}{}{}{}{}_e{epb}{}{}_{tag}{}",
@@ -1208,7 +1210,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 ""
             }
         ) + if pencil_weights(&cfg) { "_pw" } else { "" }
-            + if pitches.is_some() || bp3_pitches(&cfg, p, T::BYTES).is_some() {
+            + if pitches.is_some() || bp3p.is_some() {
                 "_cf"
             } else {
                 ""
@@ -1254,7 +1256,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     .define("CHUNK", cfg.groups_in_sequence)
     .define("ZCHUNK", ZERO_CHUNK)
     .define("WXSLOW", pencil_weights(&cfg) as u32);
-    let spec = match bp3_pitches(&cfg, p, T::BYTES) {
+    let spec = match bp3p {
         Some([bpr, bpp, upr, upp, rpr, rpp, spr, spp]) => spec
             .define("BPR", bpr)
             .define("BPP", bpp)
@@ -1441,7 +1443,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 // plain one; f32: the pitches do not apply), also on a natural numbering
                 // and in a brick; the pitches uncapped where the tuned kernel does not
                 // take them (under those caps some spill: p = 5 screened, p = 6)
-                if matches!(kind, TensorKind::Diffusion { .. }) {
+                if matches!(kind, TensorKind::Diffusion { .. }) && !t.persistent {
                     let c = BpConfig {
                         conflict_free_pitches: !t.conflict_free_pitches,
                         min_blocks: if t.conflict_free_pitches {

@@ -28,6 +28,29 @@ fn gpu() -> Option<Arc<GpuDevice>> {
     }
 }
 
+/// A tested configuration's options, to name it in a test's rows and failures.
+fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
+    format!(
+        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} zero={:?} chunk={} bricks={:?} {}",
+        cfg.kind.name(),
+        cfg.kind.alpha(),
+        cfg.variant,
+        cfg.geo,
+        cfg.interior_last,
+        cfg.elems_per_block,
+        cfg.min_blocks,
+        cfg.persistent,
+        cfg.direct_geometry,
+        cfg.register_columns,
+        cfg.pencil_weights,
+        cfg.conflict_free_pitches,
+        cfg.skeleton_zeroing,
+        cfg.groups_in_sequence,
+        cfg.bricks,
+        if f32 { "f32" } else { "f64" }
+    )
+}
+
 fn rel_err(a: &[f64], b: &[f64]) -> f64 {
     let num: f64 = a
         .iter()
@@ -167,24 +190,7 @@ fn bp_operators_match_the_cpu_twin() {
             checked += 1;
             let err = rel_err(&got, &want);
             let tol = if *f32 { 1e-5 } else { 1e-12 };
-            let label = format!(
-                "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} zero={:?} chunk={} {}",
-                cfg.kind.name(),
-                cfg.kind.alpha(),
-                cfg.variant,
-                cfg.geo,
-                cfg.interior_last,
-                cfg.elems_per_block,
-                cfg.min_blocks,
-                cfg.persistent,
-                cfg.direct_geometry,
-                cfg.register_columns,
-                cfg.pencil_weights,
-                cfg.conflict_free_pitches,
-                cfg.skeleton_zeroing,
-                cfg.groups_in_sequence,
-                if *f32 { "f32" } else { "f64" }
-            );
+            let label = config_label(cfg, p, *f32);
             if err.is_nan() || err >= tol {
                 failures.push(format!("{label}: rel err {err:e}"));
             }
@@ -809,15 +815,7 @@ fn bp_diagonal_matches_the_cpu_twin() {
                 checked += 1;
                 let err = max_rel_err(&got, want);
                 let tol = if f32 { 1e-5 } else { 1e-12 };
-                let label = format!(
-                    "{} alpha={} p={p} {:?} {:?} il={il} pw={} {}",
-                    cfg.kind.name(),
-                    cfg.kind.alpha(),
-                    cfg.geo,
-                    cfg.variant,
-                    cfg.pencil_weights,
-                    if f32 { "f32" } else { "f64" }
-                );
+                let label = format!("{} (space il={il})", config_label(cfg, p, f32));
                 if err.is_nan() || err > tol {
                     failures.push(format!("{label}: max rel err {err:e}"));
                 }
@@ -864,6 +862,8 @@ fn bp_diagonal_matches_the_cpu_twin() {
         failures.len(),
         failures.join("\n")
     );
+    // the 200 base cases (8 orders, 5 kinds, 5 layouts) and v20's other weight layout
+    assert!(cases.len() >= 8 * 5 * 5, "{} cases", cases.len());
     assert_eq!(checked, cases.len() * 2, "every case ran");
 }
 
@@ -1013,18 +1013,7 @@ fn brick_kernels_match_the_cpu_twin() {
                     (x, want)
                 })
                 .clone();
-            let label = format!(
-                "{} p={p} alpha={} {:?} bricks={shape:?} minb={:?} direct={} regcol={} pw={} cf={} {}",
-                cfg.kind.name(),
-                cfg.kind.alpha(),
-                cfg.geo,
-                cfg.min_blocks,
-                cfg.direct_geometry,
-                cfg.register_columns,
-                cfg.pencil_weights,
-                cfg.conflict_free_pitches,
-                if *f32 { "f32" } else { "f64" }
-            );
+            let label = config_label(cfg, p, *f32);
             let runs: Vec<Vec<f64>> = if *f32 {
                 apply_twice::<f32>(&dev, &m, space, *cfg, &x)
             } else {

@@ -217,9 +217,9 @@ pub struct BpArgs {
     /// both (`false,true`; default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     pencil_weights: Vec<bool>,
-    /// GPU, f64, BP1's register-column kernel (v20) and the BP3 kernel (v20c): shared-memory
-    /// pitches chosen to remove bank conflicts, comma-separated to measure both
-    /// (`false,true`; default: the tuned choice).
+    /// GPU, f64, BP1's register-column kernel (v20) and the non-persistent BP3 kernel (v20c):
+    /// shared-memory pitches chosen by a bank model for fewer bank conflicts,
+    /// comma-separated to measure both (`false,true`; default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     conflict_free: Vec<bool>,
     /// GPU: the output vector in compressible memory (generic data compression), so that
@@ -867,7 +867,8 @@ mod gpu {
             cfg.conflict_free_pitches = cf
                 && (cfg.register_columns
                     || matches!(kind, TensorKind::Diffusion { .. })
-                        && kernel != KernelArg::Slice2d);
+                        && kernel != KernelArg::Slice2d
+                        && !cfg.persistent);
         }
         if let Some(pf) = a.geo_prefetch {
             cfg.geo_prefetch = match pf {
