@@ -604,6 +604,16 @@ case "$MODE" in
     # v20c with the barrier its layouts need (sC over sS): BP3 stored as tuned
     bench bp3 --backend cuda --order 3..8 --geo stored
     ;;
+  v34)
+    # v21 (twelfth session): BP3's transposed sC in R0, so the pitches need no barrier:
+    # BP3 with and without them at every order, stored and on the fly; a block-shape and
+    # cap scan at p = 5 with them; BP1 and BP3.5 stored defaults of this build
+    bench bp3 --backend cuda --order 3..8 --geo stored --conflict-free false,true
+    bench bp3 --backend cuda --order 3..8 --geo otf --conflict-free false,true
+    bench bp3 --backend cuda --order 5 --geo stored --conflict-free true --min-blocks 6,7,8 --elems-per-block 1,2,3
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -1017,7 +1017,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if OP == 1
         real* const pC = R0;   // shares R0 with sA (disjoint lifetimes)
 #else
-        real* const pC = R2;
+        real* pC = R2;   // the transposed phase moves it to R0 (v21)
 #endif
         real (*sA)[N][PADN] = (real (*)[N][PADN])R0;   // output of the last transposed phase
         if (active && OWNER) {
@@ -1181,11 +1181,14 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), rq[k], is_interior(a, b, k));
         }
 #else
-        // transposed interpolation: z in registers -> sC (own column), then y -> sB, x -> sA
-#if UPR != SPR || UPP != SPP
-        // sC overlays sS (R2) in another layout (v20c's pitches): own columns no longer
-        // coincide, so every thread's last reads of sS come first
-        __syncthreads();
+        // transposed interpolation: z in registers -> sC, then y -> sB, x -> sA
+#if OP == 3
+        // v21: sC into R0, the values' region, whose last reads (the derivatives) are two
+        // barriers back; over sS (R2) it would need a barrier more whenever its pitches
+        // differ from sS's (v20c: every thread's last reads of sS first), since another
+        // thread's sC column may then lie on the fluxes a slower thread is still reading.
+        // sA (R0) comes after the barrier that ends the reads of sC.
+        pC = R0;
 #endif
         if (active) {
             real out[N];

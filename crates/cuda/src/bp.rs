@@ -231,8 +231,8 @@ pub struct BpConfig {
     pub pencil_weights: bool,
     /// v2 BP1 register-column kernel (v20) and non-persistent v2 BP3 kernel (v20c), f64:
     /// shared-memory pitches chosen per order by a bank model for the fewest bank
-    /// conflicts (fewer, not none; at up to 38 % more shared memory per element; BP3 then
-    /// needs one barrier more); ignored in f32 and at orders without a choice.
+    /// conflicts (fewer, not none; at up to 38 % more shared memory per element); ignored
+    /// in f32 and at orders without a choice.
     pub conflict_free_pitches: bool,
     /// v2, non-persistent, fill before the launch (v19): a block owns a brick of
     /// `[bx, by, bz]` elements of a space numbered by [`H1Space::bricked`] with that shape;
