@@ -614,6 +614,18 @@ case "$MODE" in
     bench bp1 --backend cuda --order 3..8 --geo stored
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     ;;
+  v35)
+    # v22 (twelfth session): blocks without idle lanes, BP3 with the pitches and BP1
+    bench bp3 --backend cuda --order 4 --geo stored --elems-per-block 3,8 --min-blocks 3,4,7 --conflict-free false,true
+    bench bp3 --backend cuda --order 5 --geo stored --elems-per-block 3 --min-blocks 5,6 --conflict-free false,true
+    bench bp3 --backend cuda --order 7 --geo stored --elems-per-block 1,3 --min-blocks 2,3,8 --conflict-free true
+    bench bp3 --backend cuda --order 8 --geo stored --elems-per-block 1,3 --min-blocks 2,5 --conflict-free true
+    bench bp3 --backend cuda --order 5..8 --geo otf --elems-per-block 1,3 --conflict-free true
+    bench bp1 --backend cuda --order 4 --geo stored --elems-per-block 3,8 --min-blocks 4,12
+    bench bp1 --backend cuda --order 5 --geo stored --elems-per-block 2,3 --min-blocks 8,12
+    bench bp1 --backend cuda --order 7 --geo stored --elems-per-block 1,3 --min-blocks 4,12
+    bench bp1 --backend cuda --order 8 --geo stored --elems-per-block 1,3 --min-blocks 3,8
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

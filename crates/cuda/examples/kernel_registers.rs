@@ -98,10 +98,11 @@ fn main() {
         };
         cfg.groups_in_sequence = flag(&args, "chunk").unwrap_or(1);
         if has("tuned") {
-            // the tuned stored kernel (its cap unless minb= is given)
+            // the tuned stored kernel (its cap and block unless minb= / epb= are given)
             let t = BpConfig::tuned(kind, cfg.geo, p);
             cfg = BpConfig {
                 min_blocks: cfg.min_blocks.or(t.min_blocks),
+                elems_per_block: cfg.elems_per_block.or(t.elems_per_block),
                 ..t
             };
         }
