@@ -626,6 +626,19 @@ case "$MODE" in
     bench bp1 --backend cuda --order 7 --geo stored --elems-per-block 1,3 --min-blocks 4,12
     bench bp1 --backend cuda --order 8 --geo stored --elems-per-block 1,3 --min-blocks 3,8
     ;;
+  v36)
+    # the twelfth session's defaults (v21, v22): BP3 stored and on the fly, the screened
+    # BP3 choices at p = 5 (stored) and 7 (on the fly), BP1 stored, the p = 7 floors and
+    # aims on the fly, the full-BP solves and the README's GPU solves
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    bench bp3 --backend cuda --order 3..8 --geo otf
+    bench bp3 --backend cuda --order 5 --geo stored --alpha 1 --elems-per-block 2,3 --min-blocks 5,6
+    bench bp3 --backend cuda --order 7 --geo otf --alpha 1 --elems-per-block 1,3
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    bench bp3.5 --backend cuda --order 7 --geo otf
+    bench bp3 --backend cuda --order 5,7 --geo otf --solve 1e-8
+    solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 5"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -275,6 +275,15 @@ impl BpConfig {
                     c.pencil_weights = true;
                     c.conflict_free_pitches = true;
                 }
+                // p = 5: three elements per block at the cap 8 (twelfth session's v35:
+                // 62.06 against 60.66 for two at 12)
+                5 => {
+                    c.register_columns = true;
+                    direct(&mut c, 8);
+                    c.elems_per_block = Some(3);
+                    c.pencil_weights = true;
+                    c.conflict_free_pitches = true;
+                }
                 3..=8 => {
                     c.register_columns = true;
                     direct(&mut c, if p == 8 { 8 } else { 12 });
@@ -299,18 +308,26 @@ impl BpConfig {
                     2 => c.persistent = true,
                     3 | 7 => direct(&mut c, if screened && p == 7 { 6 } else { 8 }),
                     4 => direct(&mut c, 7),
-                    // p = 5: cap 7 after the three-region kernels (v17: 21.6 against 21.2)
-                    5 => direct(&mut c, if screened { 6 } else { 7 }),
+                    // p = 5: three elements per block at the cap 6 with v20c's pitches
+                    // (twelfth session's v34, v35: 22.60 and 22.72 against 21.52 for two
+                    // at the cap 7); the screened kernel spills at 6 and takes 5
+                    5 => {
+                        direct(&mut c, if screened { 5 } else { 6 });
+                        c.elems_per_block = Some(3);
+                    }
                     6 => direct(&mut c, if screened { 5 } else { 6 }),
                     8 => direct(&mut c, if screened { 4 } else { 5 }),
                     _ => {}
                 }
             }
-            TensorKind::Diffusion { .. } => {
-                if (5..=8).contains(&p) {
-                    c.elems_per_block = Some(1);
-                }
-            }
+            // p = 7: three elements per block with the pitches (twelfth session's v35:
+            // 32.13 against 30.38 for one); not screened, whose 142 registers would leave
+            // one such block per SM
+            TensorKind::Diffusion { alpha } => match p {
+                7 if alpha == 0.0 => c.elems_per_block = Some(3),
+                5..=8 => c.elems_per_block = Some(1),
+                _ => {}
+            },
             TensorKind::CollocatedDiffusion { alpha } if stored => match p {
                 1 => c.persistent = true,
                 3 => direct(&mut c, 8),
@@ -349,11 +366,10 @@ impl BpConfig {
                 _ => {}
             },
         }
-        // v20c (eleventh session, `gpu-check.sh v33`): BP3 stored at p = 7, 8 with its
-        // arrays' own pitches (+1 to +7 %); at p = 3..6 the barrier these layouts need
-        // costs as much as (p = 3) or more than (p = 4..6, −4 to −16 %) the conflicts
-        // they remove, and on the fly is not measured with the barrier
-        if matches!(kind, TensorKind::Diffusion { .. }) && stored && (7..=8).contains(&p) {
+        // v20c's pitches for BP3 at every order, stored and on the fly, since v21 needs no
+        // barrier for them (twelfth session, `gpu-check.sh v34`, `v35`: stored +1 to +6 %
+        // at p = 3, 5, 7, 8, a tie at p = 4 and 6; on the fly +0 to +5 %)
+        if matches!(kind, TensorKind::Diffusion { .. }) && (3..=8).contains(&p) {
             c.conflict_free_pitches = true;
         }
         c
