@@ -639,6 +639,18 @@ case "$MODE" in
     bench bp3 --backend cuda --order 5,7 --geo otf --solve 1e-8
     solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 5"
     ;;
+  v37)
+    # BP3 stored block shapes not yet scanned with the pitches: p = 4 (85.2 % in v36), the
+    # two-element blocks at p = 7, 8; the screened p = 5 default (two elements, cap 5)
+    bench bp3 --backend cuda --order 4 --geo stored --elems-per-block 2 --min-blocks 7,8,9,10
+    bench bp3 --backend cuda --order 4 --geo stored --elems-per-block 3 --min-blocks 6,7,8
+    bench bp3 --backend cuda --order 4 --geo stored --elems-per-block 4 --min-blocks 5,6,7
+    bench bp3 --backend cuda --order 4 --geo stored --elems-per-block 5 --min-blocks 5,6
+    bench bp3 --backend cuda --order 7 --geo stored --elems-per-block 2 --min-blocks 3,4
+    bench bp3 --backend cuda --order 8 --geo stored --elems-per-block 2 --min-blocks 2
+    bench bp3 --backend cuda --order 5 --geo stored --alpha 1
+    bench bp3 --backend cuda --order 4 --geo stored
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

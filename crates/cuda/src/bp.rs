@@ -310,9 +310,11 @@ impl BpConfig {
                     4 => direct(&mut c, 7),
                     // p = 5: three elements per block at the cap 6 with v20c's pitches
                     // (twelfth session's v34, v35: 22.60 and 22.72 against 21.52 for two
-                    // at the cap 7); the screened kernel spills at 6 and takes 5
+                    // at the cap 7); screened, two at the cap 5 (v36: 18.50 against 17.33
+                    // for three at 5, 17.09 for two at 6)
+                    5 if screened => direct(&mut c, 5),
                     5 => {
-                        direct(&mut c, if screened { 5 } else { 6 });
+                        direct(&mut c, 6);
                         c.elems_per_block = Some(3);
                     }
                     6 => direct(&mut c, if screened { 5 } else { 6 }),
