@@ -651,6 +651,33 @@ case "$MODE" in
     bench bp3 --backend cuda --order 5 --geo stored --alpha 1
     bench bp3 --backend cuda --order 4 --geo stored
     ;;
+  ncu19)
+    # twelfth session: what crosses the fabric between the two L2 partitions, by source
+    # and operation, in a plain copy (the roofline's own kernel) and the tuned BP1 p = 3,
+    # 7 and BP3 p = 5; only the metrics this ncu knows are asked for
+    if command -v ncu >/dev/null; then
+      ncu --query-metrics --chip gh100 > "$OUT/ncu19-query.txt" 2>&1 || true
+      grep -i fabric "$OUT/ncu19-query.txt" | head -40
+      want="lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed lts__t_sectors.sum lts__t_sectors_srcunit_ltcfabric.sum lts__t_sectors_srcunit_tex.sum lts__t_sectors_srcunit_ltcfabric_op_read.sum lts__t_sectors_srcunit_ltcfabric_op_write.sum lts__t_sectors_srcunit_ltcfabric_op_red.sum lts__t_sectors_srcunit_ltcfabric_op_atom.sum lts__t_sectors_srcunit_tex_op_read.sum lts__t_sectors_srcunit_tex_op_write.sum lts__t_sectors_srcunit_tex_op_red.sum lts__t_sectors_srcunit_tex_lookup_hit.sum lts__t_sectors_srcunit_tex_lookup_miss.sum dram__bytes_read.sum dram__bytes_write.sum gpu__time_duration.sum"
+      M=""
+      for m in $want; do
+        b="${m%%.*}"
+        if grep -qw "$b" "$OUT/ncu19-query.txt"; then M="$M${M:+,}$m"; else echo "ncu19: no metric $b"; fi
+      done
+      ncu --clock-control none -k regex:ff_copy --launch-skip 2 --launch-count 1 --metrics "$M" \
+          "$BIN/ferrofem" bench stream > "$OUT/ncu19-copy.txt" 2>&1
+      echo "== ncu19 copy"; grep -E "ff_copy|lts__|dram__|gpu__|ERR" "$OUT/ncu19-copy.txt" | head -30
+      for c in "bp1 3" "bp1 7" "bp3 5"; do
+        set -- $c
+        f="$OUT/ncu19-$1-p$2.txt"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo stored --reps 1 --warmup 1 > "$f" 2>&1
+        echo "== ncu19 $1 p=$2"; grep -E "lts__|dram__|gpu__|ERR" "$f" | head -30
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
