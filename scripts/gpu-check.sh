@@ -678,6 +678,11 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v38)
+    # v24 (twelfth session): v19's bricks with v20's pencil weights and pitches (BP1),
+    # against one element per block on the same bricked box
+    bench bp1 --backend cuda --order 3..8 --geo stored --bricks none,2x1x1,2x2x1
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
