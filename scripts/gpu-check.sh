@@ -683,6 +683,27 @@ case "$MODE" in
     # against one element per block on the same bricked box
     bench bp1 --backend cuda --order 3..8 --geo stored --bricks none,2x1x1,2x2x1
     ;;
+  ncu20)
+    # twelfth session: what binds the two p = 7 aims on the fly (BP1 >= 90: 67-69 GDOF/s,
+    # BP3.5 >= 100: 62.6), for the next session's design: speed of light, stall reasons,
+    # instruction mix, the LSU pipe and the L2 side as in ncu19
+    if command -v ncu >/dev/null; then
+      M="l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_elapsed,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum"
+      for c in "bp1 7" "bp3.5 7"; do
+        set -- $c
+        f="$OUT/ncu20-$1-p$2-otf"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo otf --reps 1 --warmup 1 > "$f-sections.txt" 2>&1
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
+            "$BIN/ferrofem" bench $1 --backend cuda --order $2 --geo otf --reps 1 --warmup 1 > "$f-metrics.txt" 2>&1
+        echo "== ncu20 $1 p=$2 otf"
+        grep -E "Duration|Throughput|Busy|Pipe|Stall|Occupancy|Registers|Warp Cycles|Issued|lts__|l1tex__|sm__|smsp__|gpu__|ERR" "$f-sections.txt" "$f-metrics.txt" | head -60
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf
