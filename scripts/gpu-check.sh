@@ -704,6 +704,14 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v39)
+    # v25 (twelfth session): skeleton slots by arithmetic against the constant table
+    bench bp1 --backend cuda --order 3..8 --geo stored --slot-arithmetic false,true
+    bench bp1 --backend cuda --order 3,5,7,8 --geo otf --slot-arithmetic false,true
+    bench bp3 --backend cuda --order 3..8 --geo stored --slot-arithmetic false,true
+    bench bp3.5 --backend cuda --order 3..8 --geo otf --slot-arithmetic false,true
+    bench bp3.5 --backend cuda --order 3..8 --geo stored --slot-arithmetic false,true
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

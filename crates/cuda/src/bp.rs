@@ -240,6 +240,10 @@ pub struct BpConfig {
     /// brick there, so only the brick's boundary is read through offsets and added
     /// atomically (`None`: one element per owner, as before).
     pub bricks: Option<[usize; 3]>,
+    /// Interior-last kernels (v25): each skeleton node's slot in its element's offsets
+    /// computed from its local coordinates instead of read from a constant table, whose
+    /// lane-varying reads the indexed constant cache serves one address at a time.
+    pub slot_arithmetic: bool,
 }
 
 impl BpConfig {
@@ -460,6 +464,7 @@ impl BpConfig {
             pencil_weights: false,
             conflict_free_pitches: false,
             bricks: None,
+            slot_arithmetic: true,
         }
     }
 }
@@ -1273,7 +1278,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     )
     .define("CHUNK", cfg.groups_in_sequence)
     .define("ZCHUNK", ZERO_CHUNK)
-    .define("WXSLOW", pencil_weights(&cfg) as u32);
+    .define("WXSLOW", pencil_weights(&cfg) as u32)
+    .define("SKARITH", cfg.slot_arithmetic as u32);
     let spec = match bp3p {
         Some([bpr, bpp, upr, upp, rpr, rpp, spr, spp]) => spec
             .define("BPR", bpr)
@@ -1351,6 +1357,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         pencil_weights: false,
         conflict_free_pitches: false,
         bricks: None,
+        slot_arithmetic: true,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2137,6 +2144,40 @@ impl<T: GpuReal> GpuBp<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernels' closed form of a skeleton slot (`skeleton_slot` in bp_common.cuh under
+    /// SKARITH, written out here the same way) gives [`skeleton_table`]'s slots at every
+    /// order the kernels take; the GPU tests check the kernels' text against the CPU twin.
+    #[test]
+    fn skeleton_slot_closed_form_matches_the_table() {
+        for n in 2..=16usize {
+            let (t, nsk) = skeleton_table(n);
+            let m = n as i64 - 2;
+            let below = |c: i64| if c < 1 { 0 } else { (c - 1).min(m) };
+            let mut seen = 0;
+            for k in 0..n as i64 {
+                for j in 0..n as i64 {
+                    for i in 0..n as i64 {
+                        let lex = (k * n as i64 + j) * n as i64 + i;
+                        let inner = |c: i64| c > 0 && c < n as i64 - 1;
+                        if inner(i) && inner(j) && inner(k) {
+                            assert_eq!(t[lex as usize], u16::MAX);
+                            continue;
+                        }
+                        let before = below(k) * m * m
+                            + if inner(k) {
+                                below(j) * m + if inner(j) { below(i) } else { 0 }
+                            } else {
+                                0
+                            };
+                        assert_eq!(t[lex as usize] as i64, lex - before, "n={n} ({i},{j},{k})");
+                        seen += 1;
+                    }
+                }
+            }
+            assert_eq!(seen, nsk);
+        }
+    }
 
     #[test]
     fn owner_schedule_partitions_the_skeleton_and_lists_every_other_owner() {

@@ -222,6 +222,11 @@ pub struct BpArgs {
     /// comma-separated to measure both (`false,true`; default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     conflict_free: Vec<bool>,
+    /// GPU, interior-last kernels (v25): skeleton slots computed from the local node
+    /// coordinates (`true`, the default) or read from a constant table (`false`);
+    /// comma-separated to measure both.
+    #[arg(long, value_delimiter = ',')]
+    slot_arithmetic: Vec<bool>,
     /// GPU: the output vector in compressible memory (generic data compression), so that
     /// the skeleton's zeros cost less DRAM traffic; comma-separated to measure both
     /// (`false,true`; default false).
@@ -545,6 +550,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.late_indices.clear();
         base.pencil_weights.clear();
         base.conflict_free.clear();
+        base.slot_arithmetic.clear();
         base.min_blocks.clear();
         base.elems_per_block.clear();
         base.bricks.clear();
@@ -562,6 +568,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.pencil_weights, |c, v| c.pencil_weights = v);
     let all = split(all, &a.conflict_free, |c, v| c.conflict_free = v);
+    let all = split(all, &a.slot_arithmetic, |c, v| c.slot_arithmetic = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     let all = split(all, &a.bricks, |c, v| c.bricks = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
@@ -820,6 +827,7 @@ mod gpu {
             pencil_weights: false,
             conflict_free_pitches: false,
             bricks: None,
+            slot_arithmetic: true,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -862,6 +870,9 @@ mod gpu {
         // v20: only where the register-column kernel runs (elsewhere the same kernel runs)
         if let Some(&pw) = a.pencil_weights.first() {
             cfg.pencil_weights = pw && cfg.register_columns && cfg.geo == GeoMode::Stored;
+        }
+        if let Some(&sa) = a.slot_arithmetic.first() {
+            cfg.slot_arithmetic = sa;
         }
         if let Some(&cf) = a.conflict_free.first() {
             cfg.conflict_free_pitches = cf
@@ -918,7 +929,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -934,6 +945,11 @@ mod gpu {
             if cfg.evict_first_geometry { "+cs" } else { "" },
             if cfg.late_indices { "+li" } else { "" },
             if cfg.pencil_weights { "+pw" } else { "" },
+            if cfg.slot_arithmetic || !cfg.interior_last {
+                ""
+            } else {
+                "+cSK"
+            },
             if cfg.conflict_free_pitches && T::BYTES == 8 {
                 "+cf"
             } else {

@@ -97,6 +97,7 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
     .define("MASS", mass as u32)
     .define("INTLAST", cfg.interior_last as u32)
     .define("WXSLOW", pencil_weights(&cfg) as u32)
+    .define("SKARITH", cfg.slot_arithmetic as u32)
     .define("DT", threads);
     Ok(DiagKernel {
         spec,
