@@ -378,6 +378,18 @@ impl BpConfig {
         if matches!(kind, TensorKind::Diffusion { .. }) && (3..=8).contains(&p) {
             c.conflict_free_pitches = true;
         }
+        // v25 (twelfth session, `gpu-check.sh v39`): skeleton slots from the constant table
+        // where that measured faster than the arithmetic (BP1 stored p = 3, 6: -1.4 and
+        // -7.9 %; BP3 stored p = 3, 7: -2.1 and -5.0 %; BP3.5 stored p = 5, 7: -0.6 and
+        // -1.1 %), the arithmetic elsewhere (BP1 stored p = 4, 5, 7, 8 +3 to +6 %, BP1 and
+        // BP3.5 on the fly +3 to +12 %, BP3 stored p = 4, 5, 6, 8 +1 to +2 %)
+        let table = stored
+            && match kind {
+                TensorKind::Mass => matches!(p, 3 | 6),
+                TensorKind::Diffusion { .. } => matches!(p, 3 | 7),
+                TensorKind::CollocatedDiffusion { .. } => matches!(p, 5 | 7),
+            };
+        c.slot_arithmetic = !table;
         c
     }
 
@@ -1441,6 +1453,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 let t = BpConfig::tuned(kind, geo, p);
                 v.push((t, p, false));
                 v.push((t, p, true));
+                // and with the other way to the skeleton slots (v25: arithmetic or table)
+                if t.interior_last {
+                    let c = BpConfig {
+                        slot_arithmetic: !t.slot_arithmetic,
+                        ..t
+                    };
+                    v.push((c, p, false));
+                }
                 // and with v20's pencil-ordered weights and conflict-free pitches, neither,
                 // each alone and both, whichever the tuned kernel uses (f32: the pitches
                 // do not apply), also in a brick

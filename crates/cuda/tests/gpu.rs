@@ -31,7 +31,7 @@ fn gpu() -> Option<Arc<GpuDevice>> {
 /// A tested configuration's options, to name it in a test's rows and failures.
 fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
     format!(
-        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} zero={:?} chunk={} bricks={:?} {}",
+        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} {}",
         cfg.kind.name(),
         cfg.kind.alpha(),
         cfg.variant,
@@ -44,6 +44,7 @@ fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
         cfg.register_columns,
         cfg.pencil_weights,
         cfg.conflict_free_pitches,
+        cfg.slot_arithmetic,
         cfg.skeleton_zeroing,
         cfg.groups_in_sequence,
         cfg.bricks,

@@ -223,8 +223,8 @@ pub struct BpArgs {
     #[arg(long, value_delimiter = ',')]
     conflict_free: Vec<bool>,
     /// GPU, interior-last kernels (v25): skeleton slots computed from the local node
-    /// coordinates (`true`, the default) or read from a constant table (`false`);
-    /// comma-separated to measure both.
+    /// coordinates (`true`) or read from a constant table (`false`); comma-separated to
+    /// measure both (default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     slot_arithmetic: Vec<bool>,
     /// GPU: the output vector in compressible memory (generic data compression), so that
@@ -845,6 +845,7 @@ mod gpu {
             cfg.groups_in_sequence = t.groups_in_sequence;
             cfg.pencil_weights = t.pencil_weights;
             cfg.conflict_free_pitches = t.conflict_free_pitches;
+            cfg.slot_arithmetic = t.slot_arithmetic;
         }
         if let Some(&c) = a.groups_in_sequence.first() {
             cfg.groups_in_sequence = c;
