@@ -791,8 +791,9 @@ done
 
 echo "== summary (GDOF/s, % of the copy roofline by the model)"
 python3 - "$REC" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+import json, os, sys
+# (modes that only profile write no records)
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
 for r in rows:
     if r.get("bench") == "residual":
         print(f"residual {r['physics']:15} d={r['dim']} P{r['order']} {r['precision']} cells={r['cells']:.2e} {(r['accumulation'] + ('+vtx' if r.get('geometry') == 'vertices' else ''))[:48]:48} "
