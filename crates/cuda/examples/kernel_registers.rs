@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [tuned] [pw] [cf] [ptx|source]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [tuned] [pw] [cf] [table] [ptx|source]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -108,6 +108,9 @@ fn main() {
         }
         cfg.pencil_weights |= has("pw");
         cfg.conflict_free_pitches |= has("cf");
+        if has("table") {
+            cfg.slot_arithmetic = false;
+        }
         if let Some(b) = args.iter().find_map(|a| a.strip_prefix("brick=")) {
             let d: Vec<usize> = b
                 .split('x')

@@ -715,6 +715,13 @@ fn pencil_weights(cfg: &BpConfig) -> bool {
         && cfg.variant == Variant::Pencil
 }
 
+/// Whether `cfg` runs the p + 2 Gauss points the pitch tables were modelled for: with
+/// another rule (a solve's own quadrature) the kernels keep the default layout, since
+/// the tables' pitches may be smaller than the arrays (more points) and are unmodelled.
+fn modelled_rule(cfg: &BpConfig, p: usize) -> bool {
+    cfg.q1d.is_none_or(|q| q == p + 2)
+}
+
 /// The register-column kernel's shared pitches in reals, `[ZPR, ZPP, YPR, YPP]` (rows and
 /// planes of its regions sZ and sY), where v20's layout applies: chosen per order by a
 /// bank model of the kernel's eight shared accesses with 8-byte reals, half-warps served
@@ -722,7 +729,7 @@ fn pencil_weights(cfg: &BpConfig) -> bool {
 /// Compute's counts; `notes/gpu-bp.md` v20, v20b): the fewest wavefronts, then the
 /// smallest regions.
 fn zfirst_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 4]> {
-    if !(cfg.conflict_free_pitches && cfg.register_columns && real == 8) {
+    if !(cfg.conflict_free_pitches && cfg.register_columns && real == 8 && modelled_rule(cfg, p)) {
         return None;
     }
     match p {
@@ -743,7 +750,12 @@ fn zfirst_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 4]> {
 /// `notes/gpu-bp.md` v20c), the fewest wavefronts, then the smallest regions.
 fn bp3_pitches(cfg: &BpConfig, p: usize, real: usize) -> Option<[usize; 8]> {
     let bp3 = matches!(cfg.kind, TensorKind::Diffusion { .. });
-    if !(cfg.conflict_free_pitches && bp3 && cfg.variant == Variant::Pencil && real == 8) {
+    if !(cfg.conflict_free_pitches
+        && bp3
+        && cfg.variant == Variant::Pencil
+        && real == 8
+        && modelled_rule(cfg, p))
+    {
         return None;
     }
     match p {
@@ -2168,6 +2180,26 @@ mod tests {
     /// The kernels' closed form of a skeleton slot (`skeleton_slot` in bp_common.cuh under
     /// SKARITH, written out here the same way) gives [`skeleton_table`]'s slots at every
     /// order the kernels take; the GPU tests check the kernels' text against the CPU twin.
+    /// The modelled pitches apply only to the rule they were modelled for (p + 2 points):
+    /// a solve's own rule with more points would otherwise get pitches smaller than its
+    /// arrays (the kernel refuses to compile them).
+    #[test]
+    fn pitch_tables_apply_only_to_the_modelled_rule() {
+        for p in 3..=8 {
+            let mut c = BpConfig::tuned(TensorKind::Diffusion { alpha: 0.0 }, GeoMode::Stored, p);
+            assert!(c.conflict_free_pitches);
+            assert!(bp3_pitches(&c, p, 8).is_some());
+            c.q1d = Some(p + 2);
+            assert!(bp3_pitches(&c, p, 8).is_some());
+            c.q1d = Some(p + 3);
+            assert!(bp3_pitches(&c, p, 8).is_none());
+            let mut m = BpConfig::tuned(TensorKind::Mass, GeoMode::Stored, p);
+            assert!(zfirst_pitches(&m, p, 8).is_some());
+            m.q1d = Some(p + 1);
+            assert!(zfirst_pitches(&m, p, 8).is_none());
+        }
+    }
+
     #[test]
     fn skeleton_slot_closed_form_matches_the_table() {
         for n in 2..=16usize {
