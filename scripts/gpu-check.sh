@@ -712,6 +712,17 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo otf --slot-arithmetic false,true
     bench bp3.5 --backend cuda --order 3..8 --geo stored --slot-arithmetic false,true
     ;;
+  final12)
+    # the twelfth session's final defaults as one run (never run as such in that session:
+    # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7
+    # aims, the full-BP solves and the README's GPU solves
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
+    bench bp3 --backend cuda --order 3..8 --geo otf
+    bench bp3.5 --backend cuda --order 3..8 --geo otf
+    bench bp1 --backend cuda --order 7 --geo otf
+    bench bp3 --backend cuda --order 5,7 --geo otf --solve 1e-8
+    solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 5"
+    ;;
   final7)
     # the sixth session's on-the-fly defaults (after v14, v15) where they are the fastest
     bench bp3.5 --backend cuda --order 3..8 --geo otf

@@ -77,19 +77,20 @@ __device__ __forceinline__ int interior_below(int c) { return c < 1 ? 0 : (c - 1
 // skeleton slot of local node (i, j, k): the order of cSK (the host's skeleton_table), i.e.
 // the lexicographic index less the interior nodes that precede it
 __device__ __forceinline__ u32 skeleton_slot(int i, int j, int k) {
-#if SKARITH
     const int m = N - 2;
     const bool kin = k > 0 && k < N - 1, jin = j > 0 && j < N - 1;
     const int before = interior_below(k) * m * m + (kin ? interior_below(j) * m + (jin ? interior_below(i) : 0) : 0);
     return (u32)((k * N + j) * N + i - before);
-#else
-    return cSK[(k * N + j) * N + i];
-#endif
 }
 template <bool LATE = false>
 __device__ __forceinline__ u32 node_index(const u32* FF_RESTRICT off, u32 e, u32 nskel, int i, int j, int k) {
     if (is_interior(i, j, k)) return nskel + e * (u32)NIE + (u32)(((k - 1) * (N - 2) + (j - 1)) * (N - 2) + (i - 1));
+#if SKARITH
     const u32* p = off + (size_t)e * NSKE + skeleton_slot(i, j, k);
+#else
+    // (the table read exactly as before v25: ptxas allocates these kernels as it did)
+    const u32* p = off + (size_t)e * NSKE + cSK[(k * N + j) * N + i];
+#endif
     return LATE ? ld_nc_u32(p) : *p;
 }
 #else
