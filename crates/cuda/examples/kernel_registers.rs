@@ -103,6 +103,8 @@ fn main() {
             cfg = BpConfig {
                 min_blocks: cfg.min_blocks.or(t.min_blocks),
                 elems_per_block: cfg.elems_per_block.or(t.elems_per_block),
+                skeleton_zeroing: cfg.skeleton_zeroing,
+                groups_in_sequence: cfg.groups_in_sequence,
                 ..t
             };
         }
