@@ -1264,6 +1264,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 "_cf"
             } else {
                 ""
+            }
+            + if cfg.interior_last && !cfg.slot_arithmetic {
+                "_tbl"
+            } else {
+                ""
             },
         source,
     )
@@ -2191,9 +2196,6 @@ impl<T: GpuReal> GpuBp<T> {
 mod tests {
     use super::*;
 
-    /// The kernels' closed form of a skeleton slot (`skeleton_slot` in bp_common.cuh under
-    /// SKARITH, written out here the same way) gives [`skeleton_table`]'s slots at every
-    /// order the kernels take; the GPU tests check the kernels' text against the CPU twin.
     /// The modelled pitches apply only to the rule they were modelled for (p + 2 points):
     /// a solve's own rule with more points would otherwise get pitches smaller than its
     /// arrays (the kernel refuses to compile them).
@@ -2214,6 +2216,9 @@ mod tests {
         }
     }
 
+    /// The kernels' closed form of a skeleton slot (`skeleton_slot` in bp_common.cuh under
+    /// SKARITH, written out here the same way) gives [`skeleton_table`]'s slots at every
+    /// order the kernels take; the GPU tests check the kernels' text against the CPU twin.
     #[test]
     fn skeleton_slot_closed_form_matches_the_table() {
         for n in 2..=16usize {
