@@ -712,6 +712,21 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo otf --slot-arithmetic false,true
     bench bp3.5 --backend cuda --order 3..8 --geo stored --slot-arithmetic false,true
     ;;
+  v40)
+    # v26 (thirteenth session): BP1 on the brick lattice, per order the candidate shapes
+    # (one command per family of shapes that tile one sorted box) and register caps
+    L="bench bp1 --backend cuda --geo stored --kernel lattice"
+    $L --order 3 --bricks 4x4x2,4x4x4 --min-blocks 0,3,4
+    $L --order 3 --bricks 2x2x2 --min-blocks 0,6
+    $L --order 3 --bricks 4x2x2 --min-blocks 0
+    $L --order 4 --bricks 2x2x2 --min-blocks 0,4,6
+    $L --order 4 --bricks 4x4x2 --min-blocks 0,3
+    $L --order 5 --bricks 2x2x1,2x2x2 --min-blocks 0,3,4
+    $L --order 6 --bricks 2x2x1,2x2x2 --min-blocks 0,3
+    $L --order 7 --bricks 2x2x1,2x2x2 --min-blocks 0,2,3
+    $L --order 7 --bricks 4x2x1 --min-blocks 0
+    $L --order 8 --bricks 2x2x1,2x2x2 --min-blocks 0,2
+    ;;
   final12)
     # the twelfth session's final defaults as one run (never run as such in that session:
     # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7

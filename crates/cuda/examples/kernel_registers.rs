@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [tuned] [pw] [cf] [table] [ptx|source]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2] [tuned] [pw] [cf] [table] [ptx|source]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -119,6 +119,15 @@ fn main() {
                 .map(|x| x.parse().expect("brick=AxBxC"))
                 .collect();
             cfg = cfg.with_bricks([d[0], d[1], d[2]], p);
+        }
+        if let Some(b) = args.iter().find_map(|a| a.strip_prefix("lattice=")) {
+            // the lattice kernel (v26, BP1) on bricks of this shape
+            let d: Vec<usize> = b
+                .split('x')
+                .map(|x| x.parse().expect("lattice=AxBxC"))
+                .collect();
+            cfg = BpConfig::lattice([d[0], d[1], d[2]]);
+            cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
         }
         let k = if args[2] == "f32" {
             bp_kernel::<f32>(cfg, p)

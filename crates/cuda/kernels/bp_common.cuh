@@ -35,6 +35,23 @@
 #ifndef GSTRIDE
 #define GSTRIDE (NGEO * QQQ)
 #endif
+// Where point (x, y, z) of element e sits in the stored factors: GSTRIDE reals per element,
+// GPOS within; or (LATTICE, v26: the lattice kernel of bp_lattice.cu, one block per brick of
+// BX x BY x BZ elements) in the brick's quadrature lattice, x slowest, so that the threads of
+// its pointwise phase, which own (y, z) lines of the lattice, read consecutive addresses.
+#ifndef LATTICE
+#define LATTICE 0
+#endif
+#if LATTICE
+__device__ __forceinline__ size_t lattice_geo_index(u32 e, int x, int y, int z) {
+    const u32 g = e / (BX * BY * BZ), le = e % (BX * BY * BZ);
+    const int ex = le % BX, ey = (le / BX) % BY, ez = le / (BX * BY);
+    return (size_t)g * (BX * BY * BZ) * QQQ + ((size_t)(ex * Q + x) * (BZ * Q) + ez * Q + z) * (BY * Q) + ey * Q + y;
+}
+#define GEO_INDEX(e, x, y, z) lattice_geo_index((e), (x), (y), (z))
+#else
+#define GEO_INDEX(e, x, y, z) ((size_t)(e) * GSTRIDE + GPOS(x, y, z))
+#endif
 
 #if OP == 1
 #define NMATS (Q * N)
@@ -178,7 +195,7 @@ extern "C" __global__ void bp_setup_geometry(const u32 nelem, const real* FF_RES
         real G[6], wdetj;
         const real w = ref[Q + qi] * ref[Q + qj] * ref[Q + qk];
         geo_point_any(ed, ref[qi], ref[qj], ref[qk], w, G, &wdetj);
-        real* g = geo + (size_t)e * GSTRIDE + GPOS(qi, qj, qk);
+        real* g = geo + GEO_INDEX(e, qi, qj, qk);
 #if OP == 1
         g[0] = wdetj;
 #else

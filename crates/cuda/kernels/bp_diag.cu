@@ -78,7 +78,7 @@ extern "C" __global__ void bp_diagonal(const u32 nelem, const u32 nskel, const u
 #pragma unroll 1
             for (int t = tid; t < QQ; t += DT) {
 #if GEO == 0
-                const real* g = geo + (size_t)e * GSTRIDE + GPOS(t % Q, t / Q, qz);
+                const real* g = geo + GEO_INDEX(e, t % Q, t / Q, qz);
 #pragma unroll
                 for (int c = 0; c < NF; c++) sF[c][t] = g[(size_t)c * QQQ];
 #else

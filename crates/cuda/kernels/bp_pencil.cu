@@ -27,7 +27,8 @@
 // the transposed phases run x (registers, in place), y (shared), z (registers) before the
 // scatter. Four shared-memory round trips per element instead of six.
 //
-// Needs (prepended by the host): the prelude, bp_common.cuh, and the constant matrices
+// Needs (prepended by the host): the prelude, bp_common.cuh, bp_contract.cuh, bp_fill.cuh,
+// and the constant matrices
 //   cBf [Q][N] (OP 1, 3: GLL -> Gauss interpolation) and its transpose cBt [N][Q],
 //   cDf (OP 3: Gauss collocated derivative [Q][Q]; OP 5: GLL derivative [N][N]) and its
 //   transpose cDt, each with the even-odd parts _p, _m, _c (see `contract`),
@@ -227,19 +228,6 @@ __device__ __forceinline__ float ld_cs(const float* p) {
 #if (ORD == 2 || ORD == 3) && CHUNK != 1
 #error "ORD 2 and 3 (lookahead and pipelined zeroing) run one element group per block"
 #endif
-// programmatic dependent launch (sm_90): let the next launch in the stream start, and wait
-// for the previous one to complete with its stores visible; no-ops on earlier devices,
-// where the launches are simply stream-ordered
-__device__ __forceinline__ void pdl_trigger() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
 #ifndef LALATE
 #define LALATE 0
 #endif
@@ -430,55 +418,6 @@ __device__ __forceinline__ void brick_scatter(const u32* FF_RESTRICT skpos, real
 #else
 #define BRICK_PARAMS
 #endif
-
-// 1-D contraction out = M in for the NO x NI matrix named M. The host generates M (full,
-// row-major) and, for the even-odd form, M_p and M_m ([(NO + 1) / 2][NI / 2]) and the middle
-// column M_c. Gauss and GLL points are symmetric about 0, so M[NO-1-o][NI-1-i] = S M[o][i]
-// (S = 1: interpolation, S = -1: derivative); EO 1 splits the input into its even and odd
-// halves and forms mirrored outputs in pairs: about half the multiply-adds of the plain
-// product (the paper's symmetric-matrix trick), and dependency chains half as long.
-#define CONTRACT(M, S, NI, NO, in, out) contract<NI, NO, S>(M, M##_p, M##_m, M##_c, in, out)
-template <int NI, int NO, int S>
-__device__ __forceinline__ void contract(const real* M, const real* P, const real* R, const real* C,
-                                         const real (&in)[NI], real (&out)[NO]) {
-#if EO
-    constexpr int HI = NI / 2, HO = NO / 2;
-    real ev[HI], od[HI];
-#pragma unroll
-    for (int i = 0; i < HI; i++) {
-        ev[i] = in[i] + in[NI - 1 - i];
-        od[i] = in[i] - in[NI - 1 - i];
-    }
-#pragma unroll
-    for (int o = 0; o < HO; o++) {
-        real e = P[o * HI] * ev[0], d = R[o * HI] * od[0];
-#pragma unroll
-        for (int i = 1; i < HI; i++) {
-            e += P[o * HI + i] * ev[i];
-            d += R[o * HI + i] * od[i];
-        }
-        if (NI & 1) e += C[o] * in[HI];
-        out[o] = e + d;
-        out[NO - 1 - o] = S > 0 ? e - d : d - e;
-    }
-    if (NO & 1) {
-        // the middle row: its odd part vanishes for S = 1, its even part for S = -1
-        real s = S > 0 ? P[HO * HI] * ev[0] : R[HO * HI] * od[0];
-#pragma unroll
-        for (int i = 1; i < HI; i++) s += S > 0 ? P[HO * HI + i] * ev[i] : R[HO * HI + i] * od[i];
-        if (S > 0 && (NI & 1)) s += C[HO] * in[HI];
-        out[HO] = s;
-    }
-#else
-#pragma unroll
-    for (int o = 0; o < NO; o++) {
-        real s = M[o * NI] * in[0];
-#pragma unroll
-        for (int i = 1; i < NI; i++) s += M[o * NI + i] * in[i];
-        out[o] = s;
-    }
-#endif
-}
 
 #if LATEIDX
 #define SCATTER_IDX(k) node_index<true>(offsets, e, nskel, a, b, k)
@@ -1246,26 +1185,4 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (u32 t = z0 + tid; t < z1; t += NTHREADS) v[t] = (real)0;
     }
 #endif
-}
-
-extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, const real* FF_RESTRICT u, real* FF_RESTRICT v, u32 m) {
-    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) v[idx[k]] = u[idx[k]];
-}
-
-// The skeleton fill before an apply (SkeletonZeroing::Host, and the prefill of ::Pipelined): v[0 .. n) = 0, one contiguous
-// chunk of ZCHUNK values (-D by the host, which sizes the grid by it) per block, the chunks in reverse order. Blocks are dispatched in
-// increasing index order, so the lowest lines (the skeleton owned by the first element
-// groups, which the apply's first blocks accumulate into) are written last and are still
-// in L2 when the apply starts; a memset writes them first and the atomics read them back
-// from DRAM.
-#ifndef ZCHUNK
-#error "ZCHUNK (values per block of the skeleton fill) comes from the host"
-#endif
-extern "C" __global__ void __launch_bounds__(256) bp_zero_skeleton(real* FF_RESTRICT v, u32 n) {
-    // a pipelined apply (ORD 3) launched after this fill may start at once: it gathers and
-    // contracts while the zeros are written, and waits for them before its scatter
-    pdl_trigger();
-    const u32 chunk = gridDim.x - 1 - blockIdx.x;
-    const u32 end = (chunk + 1) * ZCHUNK < n ? (chunk + 1) * ZCHUNK : n;
-    for (u32 i = chunk * ZCHUNK + threadIdx.x; i < end; i += blockDim.x) v[i] = (real)0;
 }

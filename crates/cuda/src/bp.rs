@@ -165,6 +165,11 @@ pub enum Variant {
     Slice2D,
     /// v2: pencil contractions with compile-time matrices and bulk-copied geometry.
     Pencil,
+    /// v26, BP1 with stored weights: a block owns a brick of elements ([`BpConfig::bricks`],
+    /// on a space numbered by [`H1Space::bricked`]) and contracts whole lines of the brick's
+    /// node lattice, so the nodes its elements share are gathered once and summed in
+    /// registers before one store or atomic add.
+    Lattice,
 }
 
 /// Options of a GPU bake-off operator.
@@ -455,6 +460,16 @@ impl BpConfig {
         }
     }
 
+    /// BP1 on the lattice kernel (v26) with a block per brick of `shape` elements, stored
+    /// weights, on a space numbered by [`H1Space::bricked`] with that shape.
+    pub fn lattice(shape: [usize; 3]) -> BpConfig {
+        BpConfig {
+            variant: Variant::Lattice,
+            bricks: Some(shape),
+            ..BpConfig::new(TensorKind::Mass)
+        }
+    }
+
     /// Defaults for `kind`: stored geometry, default quadrature.
     pub fn new(kind: TensorKind) -> BpConfig {
         BpConfig {
@@ -495,6 +510,7 @@ pub struct GpuBp<T: GpuReal> {
     nskel: usize,
     epb: usize,
     dyn_smem: usize,
+    block: [u32; 3],
     grid: u32,
     offsets: DeviceVec<u32>,
     geo: DeviceVec<T>,
@@ -794,8 +810,9 @@ fn choose_block(
             };
             (words * real, 0)
         }
-        Variant::Pencil => {
-            // mirrors WORK / GALL in kernels/bp_pencil.cu
+        Variant::Pencil | Variant::Lattice => {
+            // mirrors WORK / GALL in kernels/bp_pencil.cu (the lattice kernel is sized by
+            // lattice_block instead)
             let reg = match op {
                 1 if cfg.register_columns => match zfirst_pitches(&cfg, n - 1, real) {
                     Some([_, zpp, _, ypp]) => q * zpp.max(ypp),
@@ -1048,6 +1065,48 @@ pub struct BpKernel {
     pub mats: Vec<f64>,
     /// 1-D reference points and weights of the quadrature.
     pub points: (Vec<f64>, Vec<f64>),
+    /// Threads per block along x, y and z.
+    pub block: [u32; 3],
+}
+
+/// The brick shapes the lattice kernel (v26) is measured and tested with at order `p`,
+/// first the one [`BpConfig::tuned`] would take.
+pub fn lattice_shapes(p: usize) -> Vec<[usize; 3]> {
+    match p {
+        1 | 2 => vec![[4, 4, 4], [4, 4, 2]],
+        3 => vec![[4, 4, 2], [4, 4, 4], [2, 2, 2], [4, 2, 2]],
+        4 => vec![[2, 2, 2], [4, 2, 2], [4, 4, 2]],
+        5 | 6 => vec![[2, 2, 2], [4, 2, 2], [2, 2, 1]],
+        7 => vec![[2, 2, 1], [2, 2, 2], [4, 2, 1]],
+        _ => vec![[2, 2, 1], [2, 2, 2]],
+    }
+}
+
+/// The lattice kernel's (v26) threads per block and dynamic shared memory in bytes for a
+/// brick of `b` elements of order `p` with `q` points: one thread per line of the largest
+/// phase (rounded to whole warps), the two lattice arrays of bp_lattice.cu.
+fn lattice_block(
+    b: [usize; 3],
+    p: usize,
+    q: usize,
+    real: usize,
+) -> Result<(usize, usize), GpuError> {
+    let nd = b.map(|e| e * p + 1);
+    let lp = nd[0] | 1;
+    let (yq, zq) = (b[1] * q, b[2] * q);
+    let words = zq * nd[1] * lp + zq * yq * lp;
+    let threads = (nd[0] * nd[1])
+        .max(nd[0] * zq)
+        .max(yq * zq)
+        .next_multiple_of(32)
+        .min(1024);
+    if words * real > 220_000 {
+        return Err(GpuError::Unsupported(format!(
+            "a lattice brick of {b:?} elements of order {p} needs {} bytes of shared memory",
+            words * real
+        )));
+    }
+    Ok((threads, words * real))
 }
 
 /// The kernel specialisation for `cfg` at order `p` in precision `T`, without a device
@@ -1143,8 +1202,18 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "the modelled shared pitches (v20, v20c) exist for the register-column (v6) BP1 kernel and the non-persistent v2 BP3 kernel only".into(),
         ));
     }
+    if cfg.variant == Variant::Lattice
+        && (cfg.kind != TensorKind::Mass
+            || cfg.geo != GeoMode::Stored
+            || cfg.bricks.is_none()
+            || cfg.q1d.is_some_and(|q| q != p + 2))
+    {
+        return Err(GpuError::Unsupported(
+            "the lattice kernel (v26) is BP1 with stored weights and the default p + 2-point rule, on a space numbered per brick (bricks set)".into(),
+        ));
+    }
     if let Some(b) = cfg.bricks {
-        if cfg.variant != Variant::Pencil
+        if cfg.variant == Variant::Slice2D
             || cfg.persistent
             || cfg.interior_last
             || cfg.late_indices
@@ -1194,9 +1263,19 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     // reals per element of stored geometry: padded to 16 bytes for bulk copies (v2)
     let gstride = match cfg.variant {
         Variant::Slice2D => ngeo * q3,
-        Variant::Pencil => (ngeo * q3).next_multiple_of(16 / T::BYTES),
+        Variant::Pencil | Variant::Lattice => (ngeo * q3).next_multiple_of(16 / T::BYTES),
     };
-    let (epb, dyn_smem) = choose_block(cfg, op, n, q, gstride, T::BYTES)?;
+    let (epb, dyn_smem, block) = match (cfg.variant, cfg.bricks) {
+        (Variant::Lattice, Some(b)) => {
+            let (threads, bytes) = lattice_block(b, p, q, T::BYTES)?;
+            (b.iter().product(), bytes, [threads as u32, 1, 1])
+        }
+        _ => {
+            let (epb, bytes) = choose_block(cfg, op, n, q, gstride, T::BYTES)?;
+            let t1d = n.max(q) as u32;
+            (epb, bytes, [t1d, t1d, epb as u32])
+        }
+    };
     let (source, tag) = match cfg.variant {
         Variant::Slice2D => (
             format!(
@@ -1209,7 +1288,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         ),
         Variant::Pencil => (
             format!(
-                "{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}",
                 sources::PRELUDE,
                 constant_matrices(
                     cfg.kind,
@@ -1219,6 +1298,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                     cfg.interior_last.then(|| skeleton_table(n).0).as_deref(),
                 )?,
                 sources::BP_COMMON,
+                sources::BP_CONTRACT,
+                sources::BP_FILL,
                 sources::BP_PENCIL
             ),
             if cfg.persistent {
@@ -1228,6 +1309,24 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 "v2"
             },
+        ),
+        Variant::Lattice => (
+            [
+                sources::PRELUDE,
+                &constant_matrices(
+                    cfg.kind,
+                    &mats_host(cfg.kind, &basis, &pts),
+                    &pts,
+                    &wts,
+                    None,
+                )?,
+                sources::BP_COMMON,
+                sources::BP_CONTRACT,
+                sources::BP_FILL,
+                sources::BP_LATTICE,
+            ]
+            .join("\n"),
+            "v26",
         ),
     };
     let pitches = zfirst_pitches(&cfg, p, T::BYTES);
@@ -1254,7 +1353,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             },
             cfg.bricks
                 .map_or(String::new(), |b| format!("_b{}x{}x{}", b[0], b[1], b[2])),
-            if cfg.even_odd && cfg.variant == Variant::Pencil {
+            if cfg.even_odd && cfg.variant != Variant::Slice2D {
                 "_eo"
             } else {
                 ""
@@ -1290,7 +1389,9 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         // multiprocessor can hold of these larger blocks (64 warps)
         let warps = (n.max(q).pow(2) * epb).div_ceil(32);
         let m = cfg.min_blocks.unwrap_or(1);
-        if cfg.bricks.is_some() {
+        if cfg.variant == Variant::Lattice {
+            m.min((2048 / block[0]).max(1))
+        } else if cfg.bricks.is_some() {
             m.min((64 / warps).max(1) as u32)
         } else {
             m
@@ -1333,6 +1434,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         None => spec,
     };
     let spec = match cfg.bricks {
+        Some(b) if cfg.variant == Variant::Lattice => spec
+            .define("LATTICE", 1)
+            .define("THREADS", block[0])
+            .define("BX", b[0])
+            .define("BY", b[1])
+            .define("BZ", b[2])
+            .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
             .define("BX", b[0])
@@ -1350,6 +1458,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         gstride,
         mats,
         points: (pts, wts),
+        block,
     })
 }
 
@@ -1648,6 +1757,16 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             }
         }
     }
+    // v26: BP1 on the brick lattice, every shape the bench measures, f64, and the first
+    // (the tuned candidate) in f32
+    for p in 1..=8 {
+        for (i, shape) in lattice_shapes(p).into_iter().enumerate() {
+            v.push((BpConfig::lattice(shape), p, false));
+            if i == 0 {
+                v.push((BpConfig::lattice(shape), p, true));
+            }
+        }
+    }
     v
 }
 
@@ -1674,7 +1793,7 @@ impl<T: GpuReal> GpuBp<T> {
         }
         let p = space.order();
         let k = bp_kernel::<T>(cfg, p)?;
-        let (q, epb, dyn_smem, gstride) = (k.q, k.epb, k.dyn_smem, k.gstride);
+        let (q, epb, dyn_smem, gstride, block) = (k.q, k.epb, k.dyn_smem, k.gstride, k.block);
         let (pts, wts) = (k.points.0.clone(), k.points.1.clone());
         let mats = k.mats.clone();
         let spec = k.spec;
@@ -1707,13 +1826,13 @@ impl<T: GpuReal> GpuBp<T> {
                     }
                 ))
                 })?;
-            skpos_host = Some(
+            skpos_host = (cfg.variant == Variant::Pencil).then(|| {
                 layout
                     .skeleton_positions()
                     .iter()
                     .map(|q| (q[0] | q[1] << 8 | q[2] << 16) as u32)
-                    .collect::<Vec<u32>>(),
-            );
+                    .collect::<Vec<u32>>()
+            });
             let off = space.brick_skeleton_offsets().ok_or_else(|| {
                 GpuError::Unsupported("the bricked space has no brick offsets".into())
             })?;
@@ -1787,7 +1906,7 @@ impl<T: GpuReal> GpuBp<T> {
             None
         };
         let ident = dev.function(&spec, "bp_dirichlet_identity")?;
-        let zero_fill = if cfg.variant == Variant::Pencil
+        let zero_fill = if cfg.variant != Variant::Slice2D
             && matches!(
                 cfg.skeleton_zeroing,
                 SkeletonZeroing::Host
@@ -1855,6 +1974,7 @@ impl<T: GpuReal> GpuBp<T> {
             ndofs: space.num_dofs(),
             epb,
             dyn_smem,
+            block,
             grid,
             offsets: DeviceVec::from_host(dev, &offsets_host, "restriction offsets")?,
             nskel,
@@ -1980,11 +2100,9 @@ impl<T: GpuReal> GpuBp<T> {
             (None, None, true) => self.zero_prefix(v, self.nskel as u32)?,
             (None, None, false) => v.fill_zero()?,
         }
-        let n = self.order + 1;
-        let t1d = n.max(self.q1d) as u32;
         let cfg = LaunchConfig {
             grid_dim: (self.grid, 1, 1),
-            block_dim: (t1d, t1d, self.epb as u32),
+            block_dim: (self.block[0], self.block[1], self.block[2]),
             shared_mem_bytes: self.dyn_smem as u32,
         };
         let nelem = self.nelem as u32;

@@ -14,6 +14,14 @@ pub const BP: &str = include_str!("../kernels/bp.cu");
 /// The bake-off operators, v2: pencil contractions with constant matrices and bulk-copied
 /// geometry (see the file's header and notes/gpu-bp.md).
 pub const BP_PENCIL: &str = include_str!("../kernels/bp_pencil.cu");
+/// The 1-D contraction (plain or even-odd) shared by the v2 and lattice bake-off kernels.
+pub const BP_CONTRACT: &str = include_str!("../kernels/bp_contract.cuh");
+/// Programmatic dependent launch, the Dirichlet rows' identity and the skeleton fill,
+/// shared by the v2 and lattice bake-off kernels.
+pub const BP_FILL: &str = include_str!("../kernels/bp_fill.cuh");
+/// BP1 on a brick of elements as one node lattice (v26; see the file's header and
+/// notes/gpu-bp.md).
+pub const BP_LATTICE: &str = include_str!("../kernels/bp_lattice.cu");
 /// The Jacobi diagonal of the bake-off operators, matrix-free on the device (see the file's
 /// header; host side in `bp/diag.rs`).
 pub const BP_DIAG: &str = include_str!("../kernels/bp_diag.cu");

@@ -3,7 +3,7 @@
 
 use ferrofem_base::random::random_vector;
 use ferrofem_cuda::blas::GpuBlas;
-use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GpuBp};
+use ferrofem_cuda::bp::{bp_kernel, tested_configurations, BpConfig, GpuBp, Variant};
 use ferrofem_cuda::compile::{DiskCache, KernelSpec};
 use ferrofem_cuda::krylov::GpuKrylov;
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
@@ -817,7 +817,7 @@ fn max_rel_err(got: &[f64], want: &[f64]) -> f64 {
 /// perturbed mesh; and identity rows on Dirichlet dofs.
 #[test]
 fn bp_diagonal_matches_the_cpu_twin() {
-    use ferrofem_cuda::bp::{GeoMode, Variant};
+    use ferrofem_cuda::bp::GeoMode;
     let Some(dev) = gpu() else { return };
     let m = mesh(3);
     let kinds = ferrofem_cuda::bp::TESTED_KINDS;
@@ -1048,7 +1048,7 @@ fn brick_kernels_match_the_cpu_twin() {
     m.sort_cells_in_bricks(grid, [2, 2, 2]).unwrap();
     let configs: Vec<_> = tested_configurations()
         .into_iter()
-        .filter(|(c, _, _)| c.bricks.is_some())
+        .filter(|(c, _, _)| c.bricks.is_some() && c.variant == Variant::Pencil)
         .collect();
     let specs: Vec<KernelSpec> = configs
         .iter()
@@ -1136,6 +1136,95 @@ fn brick_kernels_match_the_cpu_twin() {
         failures.join("\n")
     );
     assert!(checked >= 5 * 2 * 8 * 3);
+}
+
+/// v26: BP1 on the brick lattice against the CPU twin, every shape and order the CI
+/// compiles (f64, and the tuned candidate shape in f32), each on a perturbed box of 3 x 2 x 2
+/// bricks numbered per brick, applied twice into an output that starts as NaN (the fill and
+/// the stores must cover every entry each time); the device diagonal of each f64 operator
+/// (weights in brick-lattice order); and a space bricked in another shape is refused.
+#[test]
+fn lattice_kernels_match_the_cpu_twin() {
+    let Some(dev) = gpu() else { return };
+    let configs: Vec<_> = tested_configurations()
+        .into_iter()
+        .filter(|(c, _, _)| c.variant == Variant::Lattice)
+        .collect();
+    let specs: Vec<KernelSpec> = configs
+        .iter()
+        .flat_map(|&(cfg, p, f32)| {
+            [
+                if f32 {
+                    bp_kernel::<f32>(cfg, p).map(|k| k.spec)
+                } else {
+                    bp_kernel::<f64>(cfg, p).map(|k| k.spec)
+                },
+                GpuBp::<f64>::diagonal_kernel(cfg, p),
+            ]
+        })
+        .map(|k| k.unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    compile_all(&dev, &specs);
+    let mut failures = Vec::new();
+    let (mut checked, mut diagonals) = (0, 0);
+    for (cfg, p, f32) in &configs {
+        let (cfg, p) = (*cfg, *p);
+        let shape = cfg.bricks.unwrap();
+        let grid = [3 * shape[0], 2 * shape[1], 2 * shape[2]];
+        let mut m = generate_box(
+            &BoxSpec::parse(&format!(
+                "hex:{}x{}x{},perturb=0.25,seed=7",
+                grid[0], grid[1], grid[2]
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        m.sort_cells_in_bricks(grid, shape).unwrap();
+        let natural = H1Space::new(&m, p, 1).unwrap();
+        let space = natural.bricked(shape).unwrap().0;
+        let x = random_vector(space.num_dofs(), p as u64 + 60);
+        let want = cpu_apply(&m, &space, cfg.kind, &x);
+        let label = config_label(&cfg, p, *f32);
+        let runs: Vec<Vec<f64>> = if *f32 {
+            apply_twice::<f32>(&dev, &m, &space, cfg, &x)
+        } else {
+            apply_twice::<f64>(&dev, &m, &space, cfg, &x)
+        };
+        let tol = if *f32 { 1e-5 } else { 1e-12 };
+        for got in &runs {
+            let err = rel_err(got, &want);
+            if err.is_nan() || err >= tol {
+                failures.push(format!("{label}: rel err {err:e}"));
+            }
+        }
+        checked += 1;
+        if !*f32 {
+            let got = gpu_diagonal::<f64>(&dev, &m, &space, cfg, &[]).unwrap();
+            let want = TensorOperator::<f64>::new(&m, &space, &TensorOptions::new(cfg.kind))
+                .unwrap()
+                .diagonal();
+            let err = max_rel_err(&got, &want);
+            if err >= 1e-12 {
+                failures.push(format!("{label}: diagonal rel err {err:e}"));
+            }
+            diagonals += 1;
+            // the same cells bricked in single elements: refused with a typed error
+            let wrong = natural.bricked([1, 1, 1]).unwrap().0;
+            match GpuBp::<f64>::new(&dev, &m, &wrong, cfg) {
+                Err(ferrofem_cuda::GpuError::Unsupported(_)) => {}
+                Err(e) => failures.push(format!("{label}: wrong space gave {e}")),
+                Ok(_) => failures.push(format!("{label}: a wrong space was accepted")),
+            }
+        }
+    }
+    eprintln!("checked {checked} lattice configurations (each applied twice) and {diagonals} diagonals against the CPU twin");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= 8 * 3);
 }
 
 /// Input and CPU result per operator and brick shape.

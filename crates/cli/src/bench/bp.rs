@@ -62,6 +62,10 @@ pub enum KernelArg {
     Persistent,
     /// v6 (BP1): gather and scatter through registers, x-pencils weighted in registers.
     Registers,
+    /// v26 (BP1, stored weights, with `--bricks`): a block owns a brick of elements and
+    /// contracts whole lines of its node lattice, gathering shared nodes once and summing
+    /// them in registers.
+    Lattice,
 }
 
 /// Prefetch of directly loaded stored geometry (`ferrofem_cuda::bp::GeoPrefetch`).
@@ -418,6 +422,11 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
         eprintln!("note: {r}; running on the CPU");
     }
     let mut a = a;
+    if a.kernel.contains(&KernelArg::Lattice) && !a.bricks.iter().any(Option::is_some) {
+        return Err(CliError::Usage(
+            "--kernel lattice runs a block per brick: give --bricks AxBxC".into(),
+        ));
+    }
     if matches!(backend, Backend::Cpu { .. }) && !a.bricks.is_empty() {
         // (no bricked spaces or brick-sorted box for a kernel that does not use them)
         eprintln!("note: --bricks chooses GPU kernels; the CPU runs without it");
@@ -484,6 +493,13 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
                 } else {
                     GeoLoad::Shared
                 };
+            }
+            if !cpu
+                && a.kernel.first() == Some(&KernelArg::Lattice)
+                && a.bricks.first().copied().flatten().is_none()
+            {
+                // (the lattice kernel exists on bricks only; the other kernels ran `none`)
+                continue;
             }
             let a = &a;
             let kind = kind_of(name, a.alpha);
@@ -810,10 +826,14 @@ mod gpu {
                     ferrofem_cuda::bp::Variant::Pencil
                 }
                 KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
+                KernelArg::Lattice => ferrofem_cuda::bp::Variant::Lattice,
             },
-            interior_last: kernel != KernelArg::Slice2d && prob.space.skeleton_nodes().is_some(),
+            interior_last: !matches!(kernel, KernelArg::Slice2d | KernelArg::Lattice)
+                && prob.space.skeleton_nodes().is_some(),
             min_blocks: a.min_blocks.first().copied().filter(|&m| m > 0),
-            direct_geometry: a.geo_load == GeoLoad::Direct && geo == GeometryMode::Stored,
+            direct_geometry: a.geo_load == GeoLoad::Direct
+                && geo == GeometryMode::Stored
+                && kernel != KernelArg::Lattice,
             persistent: kernel == KernelArg::Persistent,
             register_columns: kernel == KernelArg::Registers,
             even_odd: !a.plain_contractions,

@@ -7,7 +7,9 @@
 //! Compiled on first use through the device's module cache (memory, then disk), so
 //! [`GpuBp::new`] does not pay for it.
 
-use super::{bp_kernel, pencil_weights, short_name, skeleton_table, BpConfig, GeoMode, GpuBp};
+use super::{
+    bp_kernel, pencil_weights, short_name, skeleton_table, BpConfig, GeoMode, GpuBp, Variant,
+};
 use crate::compile::KernelSpec;
 use crate::{sources, DeviceVec, GpuError, GpuReal};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -66,6 +68,7 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
         sources::BP_DIAG
     );
     let stored = cfg.geo == GeoMode::Stored;
+    let lattice = cfg.bricks.filter(|_| cfg.variant == Variant::Lattice);
     let threads = (n * n * n).next_multiple_of(32).min(MAX_THREADS);
     let op = match cfg.kind {
         TensorKind::Mass => 1,
@@ -84,7 +87,8 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
                 "otf".to_string()
             },
             if cfg.interior_last { "_il" } else { "" }
-        ) + if pencil_weights(&cfg) { "_pw" } else { "" },
+        ) + if pencil_weights(&cfg) { "_pw" } else { "" }
+            + &lattice.map_or(String::new(), |b| format!("_lat{}x{}x{}", b[0], b[1], b[2])),
         source,
     )
     .define("REAL", T::CTYPE)
@@ -99,6 +103,15 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
     .define("WXSLOW", pencil_weights(&cfg) as u32)
     .define("SKARITH", cfg.slot_arithmetic as u32)
     .define("DT", threads);
+    // the lattice kernel's (v26) weights sit in brick-lattice order
+    let spec = match lattice {
+        Some(b) => spec
+            .define("LATTICE", 1)
+            .define("BX", b[0])
+            .define("BY", b[1])
+            .define("BZ", b[2]),
+        None => spec,
+    };
     Ok(DiagKernel {
         spec,
         threads: threads as u32,

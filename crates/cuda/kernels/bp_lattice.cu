@@ -1,0 +1,196 @@
+// Bake-off operator BP1 (mass), v26: a thread block owns a brick of BX x BY x BZ elements of
+// a space numbered per brick (H1Space::bricked) and works on the brick's node lattice,
+// NX x NY x NZ nodes (NX = BX p + 1, ...), as one tensor (see notes/gpu-bp.md, v26).
+//
+// Each contraction phase maps whole lines of the lattice to lines of the brick's quadrature
+// lattice (XQ = BX Q points along x, ...), element after element along the line. The nodes
+// that the brick's elements share are therefore gathered once, and their contributions meet
+// in the registers of the thread that owns the line in the transposed phases: the brick's
+// inside needs no extra shared-memory pass and no extra barrier, unlike v19's bricks built
+// from per-element work regions. Only the brick's boundary is read through offsets and
+// added atomically; the brick's interior nodes (the faces between its elements included)
+// are contiguous per brick, their indices computed.
+//
+// Phases, a barrier after each of the first four (t: the thread's work item, looped over
+// THREADS):
+//   1 (x, y) columns: gather the z-line from global memory, contract along z   -> sZ[zq][y][x]
+//   2 (x, zq):        the y-line of sZ, contract along y                        -> sY[zq][yq][x]
+//   3 (yq, zq):       the x-line of sY, contract along x, times the weights, transposed x,
+//                     back into the same line of sY
+// Along each line the elements are taken in order and the node one shares with the next is
+// carried in a register (read once, summed once), so a thread holds one element's values at
+// a time.
+//   4 (x, zq):        the yq-line of sY, transposed y                           -> sZ[zq][y][x]
+//   5 (x, y) columns: the zq-line of sZ, transposed z, stored (interior) or added atomically
+// Rows of both arrays have the odd pitch LP, so that lines read across lanes (phase 3) fall
+// in distinct banks.
+//
+// Stored weights (w det J, GEO 0) in the brick's quadrature lattice, x slowest
+// (lattice_geo_index in bp_common.cuh): phase 3's thread t = zq YQ + yq reads point X of its
+// line at brick base + X (YQ ZQ) + t, so a warp reads consecutive addresses.
+//
+// Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
+// [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
+// -D: N, Q, BX, BY, BZ, NSKB (boundary slots per brick), THREADS, MINB, EO, ZCHUNK.
+// Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
+// lexicographic among the boundary positions, x fastest); the output's first nskel values
+// (the brick boundaries' nodes) are zeroed before the launch.
+
+#if OP != 1 || GEO != 0 || !LATTICE
+#error "the lattice kernel (v26) is BP1 with stored weights, LATTICE 1"
+#endif
+#if EPB != BX * BY * BZ
+#error "a lattice block runs one brick of BX * BY * BZ elements"
+#endif
+#ifndef MINB
+#define MINB 1
+#endif
+#define NX (BX * (N - 1) + 1)
+#define NY (BY * (N - 1) + 1)
+#define NZ (BZ * (N - 1) + 1)
+#define XQ (BX * Q)
+#define YQ (BY * Q)
+#define ZQ (BZ * Q)
+#define LP (NX % 2 ? NX : NX + 1)
+#define SZ_SIZE (ZQ * NY * LP)
+#define SY_SIZE (ZQ * YQ * LP)
+#define NIB ((NX - 2) * (NY - 2) * (NZ - 2))
+
+// lattice coordinates 1 .. n - 2 (the interior ones) below c
+__device__ __forceinline__ int lattice_interior_below(int c, int n) {
+    return c < 1 ? 0 : (c - 1 < n - 2 ? c - 1 : n - 2);
+}
+
+// The global index of lattice node (x, y, z) of brick g, and whether it lies on the brick's
+// boundary: interior nodes follow the boundary nodes, contiguous per brick; a boundary
+// node's slot is its lexicographic index less the interior positions before it.
+__device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, u32 nskel, int x, int y, int z,
+                                             bool& boundary) {
+    const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1, zin = z > 0 && z < NZ - 1;
+    boundary = !(xin && yin && zin);
+    if (!boundary) return nskel + g * (u32)NIB + (u32)(((z - 1) * (NY - 2) + (y - 1)) * (NX - 2) + (x - 1));
+    const int before = lattice_interior_below(z, NZ) * (NY - 2) * (NX - 2) +
+                       (zin ? lattice_interior_below(y, NY) * (NX - 2) + (yin ? lattice_interior_below(x, NX) : 0) : 0);
+    return off[(size_t)g * NSKB + (u32)((z * NY + y) * NX + x - before)];
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MINB)
+bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
+         const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha) {
+    extern __shared__ __align__(16) real smem[];
+    real* sZ = smem;
+    real* sY = smem + SZ_SIZE;
+    const u32 g = blockIdx.x;
+    const int tid = threadIdx.x;
+    if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
+
+    // 1: gather the z-columns, contract along z, element by element (the node an element
+    // shares with the next one carried over, not loaded again)
+#pragma unroll 1
+    for (int t = tid; t < NX * NY; t += THREADS) {
+        const int x = t % NX, y = t / NX;
+        real in[N], out[Q];
+#pragma unroll
+        for (int ez = 0; ez < BZ; ez++) {
+#pragma unroll
+            for (int i = ez == 0 ? 0 : 1; i < N; i++) {
+                bool bnd;
+                in[i] = u[lattice_index(offsets, g, nskel, x, y, ez * (N - 1) + i, bnd)];
+            }
+            CONTRACT(cBf, 1, N, Q, in, out);
+#pragma unroll
+            for (int q = 0; q < Q; q++) sZ[((ez * Q + q) * NY + y) * LP + x] = out[q];
+            in[0] = in[N - 1];
+        }
+    }
+    __syncthreads();
+
+    // 2: contract along y
+#pragma unroll 1
+    for (int t = tid; t < NX * ZQ; t += THREADS) {
+        const int x = t % NX, zq = t / NX;
+#pragma unroll
+        for (int ey = 0; ey < BY; ey++) {
+            real in[N], out[Q];
+#pragma unroll
+            for (int i = 0; i < N; i++) in[i] = sZ[(zq * NY + ey * (N - 1) + i) * LP + x];
+            CONTRACT(cBf, 1, N, Q, in, out);
+#pragma unroll
+            for (int q = 0; q < Q; q++) sY[(zq * YQ + ey * Q + q) * LP + x] = out[q];
+        }
+    }
+    __syncthreads();
+
+    // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
+    // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
+    // with the next element is carried in a register and summed there
+    const real* w = geo + (size_t)g * EPB * QQQ;
+#pragma unroll 1
+    for (int t = tid; t < YQ * ZQ; t += THREADS) {
+        real* row = sY + t * LP;   // (zq, yq) = (t / YQ, t % YQ)
+        real carry = 0;
+#pragma unroll
+        for (int ex = 0; ex < BX; ex++) {
+            real in[N], pts[Q], out[N];
+#pragma unroll
+            for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
+            CONTRACT(cBf, 1, N, Q, in, pts);
+#pragma unroll
+            for (int q = 0; q < Q; q++) pts[q] *= w[(size_t)(ex * Q + q) * (YQ * ZQ) + t];
+            CONTRACT(cBt, 1, Q, N, pts, out);
+            row[ex * (N - 1)] = out[0] + carry;
+#pragma unroll
+            for (int i = 1; i < N - 1; i++) row[ex * (N - 1) + i] = out[i];
+            carry = out[N - 1];
+        }
+        row[NX - 1] = carry;
+    }
+    __syncthreads();
+
+    // 4: transposed y (shared nodes carried as in 3)
+#pragma unroll 1
+    for (int t = tid; t < NX * ZQ; t += THREADS) {
+        const int x = t % NX, zq = t / NX;
+        real carry = 0;
+#pragma unroll
+        for (int ey = 0; ey < BY; ey++) {
+            real in[Q], out[N];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sY[(zq * YQ + ey * Q + q) * LP + x];
+            CONTRACT(cBt, 1, Q, N, in, out);
+            sZ[(zq * NY + ey * (N - 1)) * LP + x] = out[0] + carry;
+#pragma unroll
+            for (int j = 1; j < N - 1; j++) sZ[(zq * NY + ey * (N - 1) + j) * LP + x] = out[j];
+            carry = out[N - 1];
+        }
+        sZ[(zq * NY + NY - 1) * LP + x] = carry;
+    }
+    __syncthreads();
+
+    // 5: transposed z (shared nodes carried), then one store (brick interior) or one atomic
+    // add (brick boundary) per node
+#pragma unroll 1
+    for (int t = tid; t < NX * NY; t += THREADS) {
+        const int x = t % NX, y = t / NX;
+        real carry = 0;
+        bool bnd;
+#pragma unroll
+        for (int ez = 0; ez < BZ; ez++) {
+            real in[Q], out[N];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sZ[((ez * Q + q) * NY + y) * LP + x];
+            CONTRACT(cBt, 1, Q, N, in, out);
+            out[0] += carry;
+#pragma unroll
+            for (int k = 0; k < N - 1; k++) {
+                const u32 idx = lattice_index(offsets, g, nskel, x, y, ez * (N - 1) + k, bnd);
+                accumulate(v, idx, out[k], !bnd);
+            }
+            carry = out[N - 1];
+        }
+        const u32 idx = lattice_index(offsets, g, nskel, x, y, NZ - 1, bnd);
+        accumulate(v, idx, carry, !bnd);
+    }
+    (void)mats;
+    (void)alpha;
+}
