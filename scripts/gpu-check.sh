@@ -727,6 +727,15 @@ case "$MODE" in
     $L --order 7 --bricks 4x2x1 --min-blocks 0
     $L --order 8 --bricks 2x2x1,2x2x2 --min-blocks 0,2
     ;;
+  v41)
+    # v27 (thirteenth session): the lattice kernel's conflict-free plane pitches at the
+    # tuned shapes, then BP1's new defaults (the lattice on a brick-sorted box at p = 3..6)
+    L="bench bp1 --backend cuda --geo stored --kernel lattice"
+    $L --order 3 --bricks 4x4x2 --min-blocks 3 --conflict-free false,true
+    $L --order 4 --bricks 4x4x2 --min-blocks 0 --conflict-free false,true
+    $L --order 5,6 --bricks 2x2x1 --min-blocks 3 --conflict-free false,true
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    ;;
   final12)
     # the twelfth session's final defaults as one run (never run as such in that session:
     # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7

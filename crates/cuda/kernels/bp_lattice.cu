@@ -23,7 +23,7 @@
 //   4 (x, zq):        the yq-line of sY, transposed y                           -> sZ[zq][y][x]
 //   5 (x, y) columns: the zq-line of sZ, transposed z, stored (interior) or added atomically
 // Rows of both arrays have the odd pitch LP, so that lines read across lanes (phase 3) fall
-// in distinct banks.
+// in distinct banks; planes (one per zq) the pitches PZ and PY.
 //
 // Stored weights (w det J, GEO 0) in the brick's quadrature lattice, x slowest
 // (lattice_geo_index in bp_common.cuh): phase 3's thread t = zq YQ + yq reads point X of its
@@ -52,8 +52,19 @@
 #define YQ (BY * Q)
 #define ZQ (BZ * Q)
 #define LP (NX % 2 ? NX : NX + 1)
-#define SZ_SIZE (ZQ * NY * LP)
-#define SY_SIZE (ZQ * YQ * LP)
+// plane pitches of sZ and sY (v27: from the host, congruent to NX modulo the banks' reals
+// when chosen conflict-free, so that the (x, zq) phases' lanes fall in consecutive banks)
+#ifndef PZ
+#define PZ (NY * LP)
+#endif
+#ifndef PY
+#define PY (YQ * LP)
+#endif
+#if PZ < NY * LP || PY < YQ * LP
+#error "lattice plane pitches smaller than the planes"
+#endif
+#define SZ_SIZE (ZQ * PZ)
+#define SY_SIZE (ZQ * PY)
 #define NIB ((NX - 2) * (NY - 2) * (NZ - 2))
 
 // lattice coordinates 1 .. n - 2 (the interior ones) below c
@@ -99,7 +110,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) sZ[((ez * Q + q) * NY + y) * LP + x] = out[q];
+            for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
             in[0] = in[N - 1];
         }
     }
@@ -113,10 +124,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int ey = 0; ey < BY; ey++) {
             real in[N], out[Q];
 #pragma unroll
-            for (int i = 0; i < N; i++) in[i] = sZ[(zq * NY + ey * (N - 1) + i) * LP + x];
+            for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int q = 0; q < Q; q++) sY[(zq * YQ + ey * Q + q) * LP + x] = out[q];
+            for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
         }
     }
     __syncthreads();
@@ -127,7 +138,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     const real* w = geo + (size_t)g * EPB * QQQ;
 #pragma unroll 1
     for (int t = tid; t < YQ * ZQ; t += THREADS) {
-        real* row = sY + t * LP;   // (zq, yq) = (t / YQ, t % YQ)
+        real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
         real carry = 0;
 #pragma unroll
         for (int ex = 0; ex < BX; ex++) {
@@ -156,14 +167,14 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int ey = 0; ey < BY; ey++) {
             real in[Q], out[N];
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sY[(zq * YQ + ey * Q + q) * LP + x];
+            for (int q = 0; q < Q; q++) in[q] = sY[zq * PY + (ey * Q + q) * LP + x];
             CONTRACT(cBt, 1, Q, N, in, out);
-            sZ[(zq * NY + ey * (N - 1)) * LP + x] = out[0] + carry;
+            sZ[zq * PZ + ey * (N - 1) * LP + x] = out[0] + carry;
 #pragma unroll
-            for (int j = 1; j < N - 1; j++) sZ[(zq * NY + ey * (N - 1) + j) * LP + x] = out[j];
+            for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
             carry = out[N - 1];
         }
-        sZ[(zq * NY + NY - 1) * LP + x] = carry;
+        sZ[zq * PZ + (NY - 1) * LP + x] = carry;
     }
     __syncthreads();
 
@@ -178,7 +189,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int ez = 0; ez < BZ; ez++) {
             real in[Q], out[N];
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sZ[((ez * Q + q) * NY + y) * LP + x];
+            for (int q = 0; q < Q; q++) in[q] = sZ[(ez * Q + q) * PZ + y * LP + x];
             CONTRACT(cBt, 1, Q, N, in, out);
             out[0] += carry;
 #pragma unroll

@@ -470,6 +470,27 @@ impl BpConfig {
         }
     }
 
+    /// The fastest configuration measured on an H200 where the mesh is a structured box
+    /// whose cells can be sorted into bricks (`Mesh::sort_cells_in_bricks`, then
+    /// [`H1Space::bricked`] with the returned `bricks`), if it beats [`BpConfig::tuned`]
+    /// there: BP1 with stored weights at p = 3..6 on the lattice kernel (v26, v27;
+    /// notes/gpu-bp.md). `None` where the one-element kernels are faster.
+    pub fn tuned_on_bricks(kind: TensorKind, geo: GeoMode, p: usize) -> Option<BpConfig> {
+        if kind != TensorKind::Mass || geo != GeoMode::Stored {
+            return None;
+        }
+        let (shape, min_blocks) = match p {
+            3 => ([4, 4, 2], Some(3)),
+            4 => ([4, 4, 2], None),
+            5 | 6 => ([2, 2, 1], Some(3)),
+            _ => return None,
+        };
+        Some(BpConfig {
+            min_blocks,
+            ..BpConfig::lattice(shape)
+        })
+    }
+
     /// Defaults for `kind`: stored geometry, default quadrature.
     pub fn new(kind: TensorKind) -> BpConfig {
         BpConfig {
@@ -1075,26 +1096,48 @@ pub fn lattice_shapes(p: usize) -> Vec<[usize; 3]> {
     match p {
         1 | 2 => vec![[4, 4, 4], [4, 4, 2]],
         3 => vec![[4, 4, 2], [4, 4, 4], [2, 2, 2], [4, 2, 2]],
-        4 => vec![[2, 2, 2], [4, 2, 2], [4, 4, 2]],
-        5 | 6 => vec![[2, 2, 2], [4, 2, 2], [2, 2, 1]],
+        4 => vec![[4, 4, 2], [2, 2, 2], [4, 2, 2]],
+        5 | 6 => vec![[2, 2, 1], [2, 2, 2], [4, 2, 2]],
         7 => vec![[2, 2, 1], [2, 2, 2], [4, 2, 1]],
         _ => vec![[2, 2, 1], [2, 2, 2]],
     }
 }
 
-/// The lattice kernel's (v26) threads per block and dynamic shared memory in bytes for a
-/// brick of `b` elements of order `p` with `q` points: one thread per line of the largest
-/// phase (rounded to whole warps), the two lattice arrays of bp_lattice.cu.
+/// The lattice kernel's (v26) shape for a brick of `b` elements of order `p` with `q`
+/// points.
+struct LatticeBlock {
+    /// Threads per block: one per line of the largest phase, in whole warps.
+    threads: usize,
+    /// Dynamic shared memory in bytes (the two lattice arrays of bp_lattice.cu).
+    bytes: usize,
+    /// Plane pitches of sZ and sY in reals.
+    pitches: [usize; 2],
+}
+
+/// The lattice kernel's block for bricks `b` at order `p`, `q` points, `real` bytes per
+/// value; `conflict_free` (v27) pads the plane pitches to NX modulo the reals that one
+/// shared-memory wavefront serves per bank sweep (16 in f64, 32 in f32), so that the lanes
+/// of the (x, zq) phases fall in consecutive banks.
 fn lattice_block(
     b: [usize; 3],
     p: usize,
     q: usize,
     real: usize,
-) -> Result<(usize, usize), GpuError> {
+    conflict_free: bool,
+) -> Result<LatticeBlock, GpuError> {
     let nd = b.map(|e| e * p + 1);
     let lp = nd[0] | 1;
     let (yq, zq) = (b[1] * q, b[2] * q);
-    let words = zq * nd[1] * lp + zq * yq * lp;
+    let m = if real == 8 { 16 } else { 32 };
+    let pitch = |min: usize| {
+        if conflict_free {
+            (min..min + m).find(|&v| v % m == nd[0] % m).unwrap_or(min)
+        } else {
+            min
+        }
+    };
+    let pitches = [pitch(nd[1] * lp), pitch(yq * lp)];
+    let words = zq * (pitches[0] + pitches[1]);
     let threads = (nd[0] * nd[1])
         .max(nd[0] * zq)
         .max(yq * zq)
@@ -1106,7 +1149,11 @@ fn lattice_block(
             words * real
         )));
     }
-    Ok((threads, words * real))
+    Ok(LatticeBlock {
+        threads,
+        bytes: words * real,
+        pitches,
+    })
 }
 
 /// The kernel specialisation for `cfg` at order `p` in precision `T`, without a device
@@ -1194,6 +1241,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         ));
     }
     if cfg.conflict_free_pitches
+        && cfg.variant != Variant::Lattice
         && !(cfg.variant == Variant::Pencil
             && !cfg.persistent
             && (cfg.register_columns || matches!(cfg.kind, TensorKind::Diffusion { .. })))
@@ -1265,10 +1313,12 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         Variant::Slice2D => ngeo * q3,
         Variant::Pencil | Variant::Lattice => (ngeo * q3).next_multiple_of(16 / T::BYTES),
     };
+    let mut lattice_pitches = None;
     let (epb, dyn_smem, block) = match (cfg.variant, cfg.bricks) {
         (Variant::Lattice, Some(b)) => {
-            let (threads, bytes) = lattice_block(b, p, q, T::BYTES)?;
-            (b.iter().product(), bytes, [threads as u32, 1, 1])
+            let l = lattice_block(b, p, q, T::BYTES, cfg.conflict_free_pitches)?;
+            lattice_pitches = Some(l.pitches);
+            (b.iter().product(), l.bytes, [l.threads as u32, 1, 1])
         }
         _ => {
             let (epb, bytes) = choose_block(cfg, op, n, q, gstride, T::BYTES)?;
@@ -1359,7 +1409,10 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 ""
             }
         ) + if pencil_weights(&cfg) { "_pw" } else { "" }
-            + if pitches.is_some() || bp3p.is_some() {
+            + if pitches.is_some()
+                || bp3p.is_some()
+                || cfg.variant == Variant::Lattice && cfg.conflict_free_pitches
+            {
                 "_cf"
             } else {
                 ""
@@ -1436,6 +1489,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     let spec = match cfg.bricks {
         Some(b) if cfg.variant == Variant::Lattice => spec
             .define("LATTICE", 1)
+            .define("PZ", lattice_pitches.map_or(0, |l| l[0]))
+            .define("PY", lattice_pitches.map_or(0, |l| l[1]))
             .define("THREADS", block[0])
             .define("BX", b[0])
             .define("BY", b[1])
@@ -1758,13 +1813,27 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         }
     }
     // v26: BP1 on the brick lattice, every shape the bench measures, f64, and the first
-    // (the tuned candidate) in f32
+    // in f32; the tuned choice where there is one (its register cap), and with v27's
+    // conflict-free pitches, in both precisions
     for p in 1..=8 {
         for (i, shape) in lattice_shapes(p).into_iter().enumerate() {
             v.push((BpConfig::lattice(shape), p, false));
             if i == 0 {
                 v.push((BpConfig::lattice(shape), p, true));
             }
+        }
+        let t = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
+            .unwrap_or_else(|| BpConfig::lattice(lattice_shapes(p)[0]));
+        for f32 in [false, true] {
+            v.push((t, p, f32));
+            v.push((
+                BpConfig {
+                    conflict_free_pitches: !t.conflict_free_pitches,
+                    ..t
+                },
+                p,
+                f32,
+            ));
         }
     }
     v

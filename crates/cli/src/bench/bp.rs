@@ -367,10 +367,42 @@ impl Problem {
     }
 }
 
-fn problem(p: usize, a: &BpArgs) -> Result<Problem, CliError> {
+/// The brick shape of the tuned kernel at order `p` where the GPU benchmark of `name` runs
+/// its defaults on stored geometry and that kernel needs a brick-sorted box
+/// (`BpConfig::tuned_on_bricks`); `None` otherwise.
+fn default_bricks(
+    name: BpName,
+    a: &BpArgs,
+    gpu: bool,
+    geos: &[GeometryMode],
+    p: usize,
+) -> Option<[usize; 3]> {
+    let defaults = gpu
+        && name == BpName::Bp1
+        && a.kernel.is_empty()
+        && a.bricks.is_empty()
+        && a.geo_load == GeoLoad::Tuned
+        && a.reorder == Reorder::None
+        && geos.contains(&GeometryMode::Stored);
+    if !defaults {
+        return None;
+    }
+    #[cfg(feature = "cuda")]
+    {
+        use ferrofem_cuda::bp::{BpConfig, GeoMode};
+        BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p).and_then(|c| c.bricks)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = p;
+        None
+    }
+}
+
+fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, CliError> {
     let t = Instant::now();
     let n = elems_per_dir(p, a.dofs);
-    let shapes: Vec<[usize; 3]> = a.bricks.iter().flatten().copied().collect();
+    let shapes: Vec<[usize; 3]> = a.bricks.iter().flatten().copied().chain(auto).collect();
     // the largest brick per axis: the box takes a multiple of it, its cells sorted into it
     let big = shapes.iter().fold([1; 3], |m, s| {
         [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
@@ -469,7 +501,8 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     }
     let mut records = Vec::new();
     for &p in &orders {
-        let prob = problem(p, &a)?;
+        let auto = default_bricks(name, &a, !matches!(backend, Backend::Cpu { .. }), &geos, p);
+        let prob = problem(p, &a, auto)?;
         let variants: Vec<(GeometryMode, bool)> = geos
             .iter()
             .flat_map(|&g| {
@@ -898,6 +931,7 @@ mod gpu {
         if let Some(&cf) = a.conflict_free.first() {
             cfg.conflict_free_pitches = cf
                 && (cfg.register_columns
+                    || kernel == KernelArg::Lattice
                     || matches!(kind, TensorKind::Diffusion { .. })
                         && kernel != KernelArg::Slice2d
                         && !cfg.persistent);
@@ -910,8 +944,35 @@ mod gpu {
                 PrefetchArg::Registers => GeoPrefetch::Registers,
             };
         }
-        let bricks = a.bricks.first().copied().flatten();
-        if let Some(b) = bricks {
+        // the defaults on a brick-sorted box (the problem sorted it): the lattice kernel
+        // where it is the fastest (BpConfig::tuned_on_bricks)
+        let auto = BpConfig::tuned_on_bricks(kind, cfg.geo, prob.space.order()).filter(|c| {
+            a.kernel.is_empty()
+                && a.bricks.is_empty()
+                && a.geo_load == GeoLoad::Tuned
+                && c.bricks
+                    .is_some_and(|b| prob.bricked.iter().any(|(s, _)| *s == b))
+        });
+        if let Some(t) = auto {
+            cfg = BpConfig {
+                min_blocks: match a.min_blocks.first() {
+                    Some(&m) => Some(m).filter(|&m| m > 0),
+                    None => t.min_blocks,
+                },
+                even_odd: cfg.even_odd,
+                ..t
+            };
+            if let Some(&cf) = a.conflict_free.first() {
+                cfg.conflict_free_pitches = cf;
+            }
+        }
+        let bricks = a
+            .bricks
+            .first()
+            .copied()
+            .flatten()
+            .or(auto.and_then(|c| c.bricks));
+        if let (Some(b), None) = (bricks, auto) {
             // the kernel chosen so far, one brick per block; an explicit cap is the brick
             // kernel's own
             cfg = cfg.with_bricks(b, prob.space.order());
@@ -955,6 +1016,8 @@ mod gpu {
                 "persistent".to_string()
             } else if cfg.register_columns {
                 "registers".to_string()
+            } else if cfg.variant == ferrofem_cuda::bp::Variant::Lattice {
+                "lattice".to_string()
             } else {
                 format!("{kernel:?}").to_lowercase()
             },
