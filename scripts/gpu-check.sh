@@ -736,6 +736,22 @@ case "$MODE" in
     $L --order 5,6 --bricks 2x2x1 --min-blocks 3 --conflict-free false,true
     bench bp1 --backend cuda --order 3..8 --geo stored
     ;;
+  v42)
+    # v28 (thirteenth session): bricks along the Morton curve, against lexicographic, for
+    # the lattice kernel's new defaults (p = 3..6, conflict-free pitches), then register
+    # caps and the high orders on the Morton order
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    bench bp1 --backend cuda --order 3..6 --geo stored --brick-order lexicographic
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true"
+    $L --order 3 --bricks 4x4x2,4x4x4 --min-blocks 3 --brick-order lexicographic
+    $L --order 3 --bricks 4x4x2 --min-blocks 2,4,5
+    $L --order 4 --bricks 4x4x2 --min-blocks 2,3
+    $L --order 4 --bricks 2x2x2 --min-blocks 6,8
+    $L --order 5,6 --bricks 2x2x1 --min-blocks 0,6,8
+    $L --order 5,6 --bricks 2x2x2 --min-blocks 0,3
+    $L --order 7 --bricks 2x2x1 --min-blocks 3,4
+    $L --order 8 --bricks 2x2x1 --min-blocks 2
+    ;;
   final12)
     # the twelfth session's final defaults as one run (never run as such in that session:
     # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7

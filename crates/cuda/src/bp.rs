@@ -487,6 +487,7 @@ impl BpConfig {
         };
         Some(BpConfig {
             min_blocks,
+            conflict_free_pitches: true,
             ..BpConfig::lattice(shape)
         })
     }

@@ -68,6 +68,15 @@ pub enum KernelArg {
     Lattice,
 }
 
+/// The order of the bricks of a brick-sorted box.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BrickOrder {
+    /// Along the Morton (Z-order) curve of the brick coordinates.
+    Morton,
+    /// x fastest, then y, then z.
+    Lexicographic,
+}
+
 /// Prefetch of directly loaded stored geometry (`ferrofem_cuda::bp::GeoPrefetch`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PrefetchArg {
@@ -163,10 +172,17 @@ pub struct BpArgs {
     /// the shape), comma-separated to measure several on one mesh.
     #[arg(long, value_delimiter = ',')]
     elems_per_block: Vec<usize>,
-    /// GPU kernel design(s), comma-separated: `pencil` (v2, default), `persistent` (v5) or
-    /// `slice2d` (v1, the paper's).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelArg::Pencil])]
+    /// GPU kernel design(s), comma-separated: `pencil` (v2), `persistent` (v5), `slice2d`
+    /// (v1, the paper's), `registers` (v6) or `lattice` (v26). Default: the tuned kernel of
+    /// each order (the v2 family, or for BP1 with stored weights at p = 3..6 the lattice
+    /// kernel on a brick-sorted box).
+    #[arg(long, value_enum, value_delimiter = ',')]
     kernel: Vec<KernelArg>,
+    /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
+    /// in the sorted box, along the Morton curve of their coordinates (default) or
+    /// lexicographic.
+    #[arg(long, value_enum, default_value_t = BrickOrder::Morton)]
+    brick_order: BrickOrder,
     /// Dof numbering: `interior-last` (element-interior nodes after the skeleton; the v2
     /// kernels then compute interior indices) or `natural` (first-touch order).
     #[arg(long, value_enum, default_value_t = Numbering::InteriorLast)]
@@ -419,7 +435,7 @@ fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, Cl
                 "--bricks sorts the cells into bricks: give no --reorder with it".into(),
             ));
         }
-        mesh.sort_cells_in_bricks(grid, big)?;
+        mesh.sort_cells_in_bricks_ordered(grid, big, a.brick_order == BrickOrder::Morton)?;
     }
     a.reorder.apply(&mut mesh);
     let natural = H1Space::new(&mesh, p, 1)?;
