@@ -752,6 +752,17 @@ case "$MODE" in
     $L --order 7 --bricks 2x2x1 --min-blocks 3,4
     $L --order 8 --bricks 2x2x1 --min-blocks 2
     ;;
+  v43)
+    # v29 (thirteenth session): the lattice kernel's element loops rolled (fewer registers)
+    # against unrolled, with register caps, at every order
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true"
+    $L --order 3 --bricks 4x4x2 --min-blocks 4 --rolled false
+    $L --order 3 --bricks 4x4x2 --min-blocks 0,6,8 --rolled true
+    $L --order 4 --bricks 4x4x2 --min-blocks 0,3 --rolled true
+    $L --order 4 --bricks 2x2x2 --min-blocks 0,8,10 --rolled true
+    $L --order 5,6 --bricks 2x2x1,2x2x2 --min-blocks 0,4,5,8 --rolled true
+    $L --order 7,8 --bricks 2x2x1,2x2x2 --min-blocks 0,2,3,4 --rolled true
+    ;;
   final12)
     # the twelfth session's final defaults as one run (never run as such in that session:
     # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7

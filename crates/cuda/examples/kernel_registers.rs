@@ -128,6 +128,8 @@ fn main() {
                 .collect();
             cfg = BpConfig::lattice([d[0], d[1], d[2]]);
             cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
+            cfg.conflict_free_pitches = has("cf");
+            cfg.rolled_element_loops = has("rolled");
         }
         let k = if args[2] == "f32" {
             bp_kernel::<f32>(cfg, p)

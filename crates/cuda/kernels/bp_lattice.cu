@@ -66,6 +66,17 @@
 #define SZ_SIZE (ZQ * PZ)
 #define SY_SIZE (ZQ * PY)
 #define NIB ((NX - 2) * (NY - 2) * (NZ - 2))
+// v29: the loops over a line's elements unrolled (ROLLED 0: the compiler may hoist every
+// element's loads, for more loads in flight and more registers) or kept as loops (ROLLED 1:
+// one element's values live at a time, so tighter register caps stay free of spills)
+#ifndef ROLLED
+#define ROLLED 0
+#endif
+#if ROLLED
+#define ELEMENT_LOOP _Pragma("unroll 1")
+#else
+#define ELEMENT_LOOP _Pragma("unroll")
+#endif
 
 // lattice coordinates 1 .. n - 2 (the interior ones) below c
 __device__ __forceinline__ int lattice_interior_below(int c, int n) {
@@ -101,13 +112,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     for (int t = tid; t < NX * NY; t += THREADS) {
         const int x = t % NX, y = t / NX;
         real in[N], out[Q];
-#pragma unroll
+        bool bnd;
+        in[0] = u[lattice_index(offsets, g, nskel, x, y, 0, bnd)];
+        ELEMENT_LOOP
         for (int ez = 0; ez < BZ; ez++) {
 #pragma unroll
-            for (int i = ez == 0 ? 0 : 1; i < N; i++) {
-                bool bnd;
-                in[i] = u[lattice_index(offsets, g, nskel, x, y, ez * (N - 1) + i, bnd)];
-            }
+            for (int i = 1; i < N; i++) in[i] = u[lattice_index(offsets, g, nskel, x, y, ez * (N - 1) + i, bnd)];
             CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
             for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
@@ -120,7 +130,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll 1
     for (int t = tid; t < NX * ZQ; t += THREADS) {
         const int x = t % NX, zq = t / NX;
-#pragma unroll
+        ELEMENT_LOOP
         for (int ey = 0; ey < BY; ey++) {
             real in[N], out[Q];
 #pragma unroll
@@ -140,7 +150,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     for (int t = tid; t < YQ * ZQ; t += THREADS) {
         real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
         real carry = 0;
-#pragma unroll
+        ELEMENT_LOOP
         for (int ex = 0; ex < BX; ex++) {
             real in[N], pts[Q], out[N];
 #pragma unroll
@@ -163,7 +173,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     for (int t = tid; t < NX * ZQ; t += THREADS) {
         const int x = t % NX, zq = t / NX;
         real carry = 0;
-#pragma unroll
+        ELEMENT_LOOP
         for (int ey = 0; ey < BY; ey++) {
             real in[Q], out[N];
 #pragma unroll
@@ -185,7 +195,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         const int x = t % NX, y = t / NX;
         real carry = 0;
         bool bnd;
-#pragma unroll
+        ELEMENT_LOOP
         for (int ez = 0; ez < BZ; ez++) {
             real in[Q], out[N];
 #pragma unroll

@@ -249,6 +249,10 @@ pub struct BpConfig {
     /// computed from its local coordinates instead of read from a constant table, whose
     /// lane-varying reads the indexed constant cache serves one address at a time.
     pub slot_arithmetic: bool,
+    /// Lattice kernel (v29): the loops over a line's elements kept as loops rather than
+    /// unrolled, so that one element's values are live at a time and tighter register caps
+    /// (`min_blocks`) stay free of spills.
+    pub rolled_element_loops: bool,
 }
 
 impl BpConfig {
@@ -517,6 +521,7 @@ impl BpConfig {
             conflict_free_pitches: false,
             bricks: None,
             slot_arithmetic: true,
+            rolled_element_loops: false,
         }
     }
 }
@@ -1251,6 +1256,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "the modelled shared pitches (v20, v20c) exist for the register-column (v6) BP1 kernel and the non-persistent v2 BP3 kernel only".into(),
         ));
     }
+    if cfg.rolled_element_loops && cfg.variant != Variant::Lattice {
+        return Err(GpuError::Unsupported(
+            "rolled element loops (v29) exist for the lattice kernel only".into(),
+        ));
+    }
     if cfg.variant == Variant::Lattice
         && (cfg.kind != TensorKind::Mass
             || cfg.geo != GeoMode::Stored
@@ -1418,6 +1428,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 ""
             }
+            + if cfg.rolled_element_loops { "_rl" } else { "" }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1492,6 +1503,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("LATTICE", 1)
             .define("PZ", lattice_pitches.map_or(0, |l| l[0]))
             .define("PY", lattice_pitches.map_or(0, |l| l[1]))
+            .define("ROLLED", cfg.rolled_element_loops as u32)
             .define("THREADS", block[0])
             .define("BX", b[0])
             .define("BY", b[1])
@@ -1555,6 +1567,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         conflict_free_pitches: false,
         bricks: None,
         slot_arithmetic: true,
+        rolled_element_loops: false,
     };
     let mut v = Vec::new();
     for kind in kinds {

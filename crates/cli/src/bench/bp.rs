@@ -178,6 +178,11 @@ pub struct BpArgs {
     /// kernel on a brick-sorted box).
     #[arg(long, value_enum, value_delimiter = ',')]
     kernel: Vec<KernelArg>,
+    /// Lattice kernel (v29): the loops over a line's elements kept rolled (`true`: fewer
+    /// registers) or unrolled (`false`); comma-separated to measure both (default: the
+    /// tuned choice).
+    #[arg(long, value_delimiter = ',')]
+    rolled: Vec<bool>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
     /// in the sorted box, along the Morton curve of their coordinates (default) or
     /// lexicographic.
@@ -619,6 +624,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.min_blocks.clear();
         base.elems_per_block.clear();
         base.bricks.clear();
+        base.rolled.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -636,6 +642,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.slot_arithmetic, |c, v| c.slot_arithmetic = v);
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     let all = split(all, &a.bricks, |c, v| c.bricks = v);
+    let all = split(all, &a.rolled, |c, v| c.rolled = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -897,6 +904,7 @@ mod gpu {
             conflict_free_pitches: false,
             bricks: None,
             slot_arithmetic: true,
+            rolled_element_loops: false,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -996,6 +1004,9 @@ mod gpu {
                 cfg.min_blocks = Some(m).filter(|&m| m > 0);
             }
         }
+        if let Some(&r) = a.rolled.first() {
+            cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
+        }
         let space = prob.space_for(bricks);
         let op = GpuBp::<T>::new(dev, &prob.mesh, space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
@@ -1027,7 +1038,7 @@ mod gpu {
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
         rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
+            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
             if cfg.persistent {
                 "persistent".to_string()
             } else if cfg.register_columns {
@@ -1055,6 +1066,7 @@ mod gpu {
             } else {
                 ""
             },
+            if cfg.rolled_element_loops { "+rl" } else { "" },
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
             op.zero_ahead_groups()
