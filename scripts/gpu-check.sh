@@ -763,6 +763,28 @@ case "$MODE" in
     $L --order 5,6 --bricks 2x2x1,2x2x2 --min-blocks 0,4,5,8 --rolled true
     $L --order 7,8 --bricks 2x2x1,2x2x2 --min-blocks 0,2,3,4 --rolled true
     ;;
+  ncu21)
+    # thirteenth session: what binds the lattice kernel (v26-v29) at p = 3 (86 %), p = 6
+    # (79 %) and p = 7 (where it loses to the one-element kernel): speed of light, stall
+    # reasons, occupancy, the LSU pipe and the L2 sectors by operation as in ncu19/ncu20
+    if command -v ncu >/dev/null; then
+      M="l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum"
+      for c in "3 --order 3" "6 --order 6" "7 --order 7 --kernel lattice --bricks 2x2x1 --min-blocks 3 --conflict-free true"; do
+        set -- $c
+        f="$OUT/ncu21-bp1-p$1-lattice"
+        shift
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored "$@" --reps 1 --warmup 1 > "$f-sections.txt" 2>&1
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
+            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored "$@" --reps 1 --warmup 1 > "$f-metrics.txt" 2>&1
+        echo "== ncu21 bp1 $*"
+        grep -E "Duration|Throughput|Busy|Pipe|Stall|Occupancy|Registers|Warp Cycles|Issued|lts__|l1tex__|sm__|smsp__|gpu__|dram__|ERR" "$f-sections.txt" "$f-metrics.txt" | head -70
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final12)
     # the twelfth session's final defaults as one run (never run as such in that session:
     # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7

@@ -477,21 +477,24 @@ impl BpConfig {
     /// The fastest configuration measured on an H200 where the mesh is a structured box
     /// whose cells can be sorted into bricks (`Mesh::sort_cells_in_bricks`, then
     /// [`H1Space::bricked`] with the returned `bricks`), if it beats [`BpConfig::tuned`]
-    /// there: BP1 with stored weights at p = 3..6 on the lattice kernel (v26, v27;
+    /// there: BP1 with stored weights at p = 3..6 on the lattice kernel (v26–v29;
     /// notes/gpu-bp.md). `None` where the one-element kernels are faster.
     pub fn tuned_on_bricks(kind: TensorKind, geo: GeoMode, p: usize) -> Option<BpConfig> {
         if kind != TensorKind::Mass || geo != GeoMode::Stored {
             return None;
         }
-        let (shape, min_blocks) = match p {
-            3 => ([4, 4, 2], Some(3)),
-            4 => ([4, 4, 2], None),
-            5 | 6 => ([2, 2, 1], Some(3)),
+        // (shape, register cap, rolled element loops): v42, v43
+        let (shape, min_blocks, rolled) = match p {
+            3 => ([4, 4, 2], Some(4), false),
+            4 => ([4, 4, 2], None, false),
+            5 => ([2, 2, 1], None, true),
+            6 => ([2, 2, 1], Some(6), false),
             _ => return None,
         };
         Some(BpConfig {
             min_blocks,
             conflict_free_pitches: true,
+            rolled_element_loops: rolled,
             ..BpConfig::lattice(shape)
         })
     }
@@ -1849,6 +1852,16 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 f32,
             ));
         }
+        // and with the element loops the other way (v29), uncapped
+        v.push((
+            BpConfig {
+                rolled_element_loops: !t.rolled_element_loops,
+                min_blocks: None,
+                ..t
+            },
+            p,
+            false,
+        ));
     }
     v
 }
