@@ -785,6 +785,23 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  final13)
+    # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
+    # lattice kernel, brick-sorted box), the other BPs and the on-the-fly defaults as in
+    # final12, the full-BP solves, the README's GPU solves; then a last scan of p = 4, 5
+    # shapes for the next session
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
+    bench bp3 --backend cuda --order 3..8 --geo otf
+    bench bp3.5 --backend cuda --order 3..8 --geo otf
+    bench bp1 --backend cuda --order 7 --geo otf
+    bench bp1 --backend cuda --order 3,6 --geo stored --solve 1e-8
+    bench bp3 --backend cuda --order 5,7 --geo otf --solve 1e-8
+    solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 5"
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true"
+    $L --order 4 --bricks 4x2x2 --min-blocks 0,3
+    $L --order 4 --bricks 2x2x2 --min-blocks 6
+    $L --order 5 --bricks 2x2x2 --min-blocks 4
+    ;;
   final12)
     # the twelfth session's final defaults as one run (never run as such in that session:
     # its device time was spent): every BP stored, the on-the-fly defaults, the p = 7
