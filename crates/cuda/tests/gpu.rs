@@ -1050,21 +1050,7 @@ fn brick_kernels_match_the_cpu_twin() {
         .into_iter()
         .filter(|(c, _, _)| c.bricks.is_some() && c.variant == Variant::Pencil)
         .collect();
-    let specs: Vec<KernelSpec> = configs
-        .iter()
-        .flat_map(|&(cfg, p, f32)| {
-            [
-                if f32 {
-                    bp_kernel::<f32>(cfg, p).map(|k| k.spec)
-                } else {
-                    bp_kernel::<f64>(cfg, p).map(|k| k.spec)
-                },
-                GpuBp::<f64>::diagonal_kernel(cfg, p),
-            ]
-        })
-        .map(|k| k.unwrap_or_else(|e| panic!("{e}")))
-        .collect();
-    compile_all(&dev, &specs);
+    compile_all(&dev, &apply_and_diagonal_specs(&configs));
     let mut failures = Vec::new();
     let mut checked = 0;
     let mut diagonals = 0;
@@ -1088,29 +1074,20 @@ fn brick_kernels_match_the_cpu_twin() {
                 })
                 .clone();
             let label = config_label(cfg, p, *f32);
-            let runs: Vec<Vec<f64>> = if *f32 {
-                apply_twice::<f32>(&dev, &m, space, *cfg, &x)
-            } else {
-                apply_twice::<f64>(&dev, &m, space, *cfg, &x)
-            };
-            let tol = if *f32 { 1e-5 } else { 1e-12 };
-            for got in &runs {
-                let err = rel_err(got, &want);
-                if err.is_nan() || err >= tol {
-                    failures.push(format!("{label}: rel err {err:e}"));
-                }
-            }
+            check_twice(
+                &dev,
+                &m,
+                space,
+                *cfg,
+                *f32,
+                (&x, &want),
+                &label,
+                &mut failures,
+            );
             checked += 1;
             // the Jacobi diagonal of a bricked operator (full offsets), once per kind
             if !*f32 && diag_done.insert(format!("{:?}{:?}", cfg.kind, cfg.geo)) {
-                let got = gpu_diagonal::<f64>(&dev, &m, space, *cfg, &[]).unwrap();
-                let want = TensorOperator::<f64>::new(&m, space, &TensorOptions::new(cfg.kind))
-                    .unwrap()
-                    .diagonal();
-                let err = max_rel_err(&got, &want);
-                if err >= 1e-12 {
-                    failures.push(format!("{label}: diagonal rel err {err:e}"));
-                }
+                check_diagonal(&dev, &m, space, *cfg, &label, &mut failures);
                 diagonals += 1;
             }
         }
@@ -1150,21 +1127,7 @@ fn lattice_kernels_match_the_cpu_twin() {
         .into_iter()
         .filter(|(c, _, _)| c.variant == Variant::Lattice)
         .collect();
-    let specs: Vec<KernelSpec> = configs
-        .iter()
-        .flat_map(|&(cfg, p, f32)| {
-            [
-                if f32 {
-                    bp_kernel::<f32>(cfg, p).map(|k| k.spec)
-                } else {
-                    bp_kernel::<f64>(cfg, p).map(|k| k.spec)
-                },
-                GpuBp::<f64>::diagonal_kernel(cfg, p),
-            ]
-        })
-        .map(|k| k.unwrap_or_else(|e| panic!("{e}")))
-        .collect();
-    compile_all(&dev, &specs);
+    compile_all(&dev, &apply_and_diagonal_specs(&configs));
     let mut failures = Vec::new();
     let (mut checked, mut diagonals) = (0, 0);
     for (cfg, p, f32) in &configs {
@@ -1185,28 +1148,19 @@ fn lattice_kernels_match_the_cpu_twin() {
         let x = random_vector(space.num_dofs(), p as u64 + 60);
         let want = cpu_apply(&m, &space, cfg.kind, &x);
         let label = config_label(&cfg, p, *f32);
-        let runs: Vec<Vec<f64>> = if *f32 {
-            apply_twice::<f32>(&dev, &m, &space, cfg, &x)
-        } else {
-            apply_twice::<f64>(&dev, &m, &space, cfg, &x)
-        };
-        let tol = if *f32 { 1e-5 } else { 1e-12 };
-        for got in &runs {
-            let err = rel_err(got, &want);
-            if err.is_nan() || err >= tol {
-                failures.push(format!("{label}: rel err {err:e}"));
-            }
-        }
+        check_twice(
+            &dev,
+            &m,
+            &space,
+            cfg,
+            *f32,
+            (&x, &want),
+            &label,
+            &mut failures,
+        );
         checked += 1;
         if !*f32 {
-            let got = gpu_diagonal::<f64>(&dev, &m, &space, cfg, &[]).unwrap();
-            let want = TensorOperator::<f64>::new(&m, &space, &TensorOptions::new(cfg.kind))
-                .unwrap()
-                .diagonal();
-            let err = max_rel_err(&got, &want);
-            if err >= 1e-12 {
-                failures.push(format!("{label}: diagonal rel err {err:e}"));
-            }
+            check_diagonal(&dev, &m, &space, cfg, &label, &mut failures);
             diagonals += 1;
             // the same cells bricked in single elements: refused with a typed error
             let wrong = natural.bricked([1, 1, 1]).unwrap().0;
@@ -1225,6 +1179,74 @@ fn lattice_kernels_match_the_cpu_twin() {
         failures.join("\n")
     );
     assert!(checked >= 8 * 3);
+}
+
+/// Applies `cfg` (in f32 or f64) twice into an output that starts as NaN and records each
+/// application whose relative error against the CPU result `x_want.1` of `x_want.0` is NaN
+/// or reaches the precision's tolerance (the fill and the stores must cover every entry
+/// each time).
+#[allow(clippy::too_many_arguments)]
+fn check_twice(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    space: &H1Space,
+    cfg: BpConfig,
+    f32: bool,
+    x_want: (&[f64], &[f64]),
+    label: &str,
+    failures: &mut Vec<String>,
+) {
+    let (x, want) = x_want;
+    let runs: Vec<Vec<f64>> = if f32 {
+        apply_twice::<f32>(dev, mesh, space, cfg, x)
+    } else {
+        apply_twice::<f64>(dev, mesh, space, cfg, x)
+    };
+    let tol = if f32 { 1e-5 } else { 1e-12 };
+    for got in &runs {
+        let err = rel_err(got, want);
+        if err.is_nan() || err >= tol {
+            failures.push(format!("{label}: rel err {err:e}"));
+        }
+    }
+}
+
+/// The device diagonal of `cfg` (f64) against the CPU twin's, to 1e-12; a failure is
+/// recorded.
+fn check_diagonal(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    space: &H1Space,
+    cfg: BpConfig,
+    label: &str,
+    failures: &mut Vec<String>,
+) {
+    let got = gpu_diagonal::<f64>(dev, mesh, space, cfg, &[]).unwrap();
+    let want = TensorOperator::<f64>::new(mesh, space, &TensorOptions::new(cfg.kind))
+        .unwrap()
+        .diagonal();
+    let err = max_rel_err(&got, &want);
+    if err >= 1e-12 {
+        failures.push(format!("{label}: diagonal rel err {err:e}"));
+    }
+}
+
+/// The apply kernel of each configuration (in its precision) and its f64 diagonal kernel.
+fn apply_and_diagonal_specs(configs: &[(BpConfig, usize, bool)]) -> Vec<KernelSpec> {
+    configs
+        .iter()
+        .flat_map(|&(cfg, p, f32)| {
+            [
+                if f32 {
+                    bp_kernel::<f32>(cfg, p).map(|k| k.spec)
+                } else {
+                    bp_kernel::<f64>(cfg, p).map(|k| k.spec)
+                },
+                GpuBp::<f64>::diagonal_kernel(cfg, p),
+            ]
+        })
+        .map(|k| k.unwrap_or_else(|e| panic!("{e}")))
+        .collect()
 }
 
 /// Input and CPU result per operator and brick shape.
