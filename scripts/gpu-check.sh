@@ -785,6 +785,11 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v44)
+    # v30 (thirteenth session): the lattice kernel zeroing the brick boundaries in the
+    # kernel by owner brick, against the fill before the launch, at the tuned defaults
+    bench bp1 --backend cuda --order 3..6 --geo stored --skeleton-zeroing host,owner
+    ;;
   final13)
     # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
     # lattice kernel, brick-sorted box), the other BPs and the on-the-fly defaults as in

@@ -130,6 +130,9 @@ fn main() {
             cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
             cfg.conflict_free_pitches = has("cf");
             cfg.rolled_element_loops = has("rolled");
+            if has("oz") {
+                cfg.skeleton_zeroing = SkeletonZeroing::Owner;
+            }
         }
         let k = if args[2] == "f32" {
             bp_kernel::<f32>(cfg, p)

@@ -16,6 +16,23 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
+#if ORD
+// in-kernel skeleton zeroing (ORD, -D by the host): the flags' acquire side
+__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// Waits (acquire) until flags[g] == epoch; traps instead of hanging if that never happens
+// (a broken schedule then surfaces as a launch error).
+__device__ __forceinline__ void wait_flag(const u32* flags, u32 g, u32 epoch) {
+    for (u32 spin = 0; ld_acquire_u32(flags + g) != epoch; spin++) {
+        if (spin > (1u << 22)) __trap();
+        __nanosleep(64);
+    }
+}
+#endif
+
 extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, const real* FF_RESTRICT u, real* FF_RESTRICT v, u32 m) {
     for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) v[idx[k]] = u[idx[k]];
 }

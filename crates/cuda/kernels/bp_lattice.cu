@@ -78,6 +78,26 @@
 #define ELEMENT_LOOP _Pragma("unroll")
 #endif
 
+// ORD 1 (v30): no fill before the launch. Block g zeroes the brick-boundary nodes whose
+// first brick it is (own[g] .. own[g + 1]: the space numbers them by owner brick) before
+// its gather, raises flags[g] = epoch (release) after the first barrier, and before its
+// scatter waits (acquire) for the flags of the lower bricks that own the rest of its
+// boundary (preds[pstart[g] .. pstart[g + 1]]). Blocks are dispatched in increasing index
+// order and none waits before it has published, so a waited-on block is running; a wait
+// that never ends traps. The zeros are written just before the atomics that use them.
+#ifndef ORD
+#define ORD 0
+#endif
+#if ORD == 1
+#define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
+                   const u32* FF_RESTRICT preds, const u32 epoch
+#define NO_PRED 0xffffffffu
+#elif ORD == 0
+#define ORD_PARAMS
+#else
+#error "the lattice kernel zeroes in the kernel by owner (ORD 1) or not at all"
+#endif
+
 // lattice coordinates 1 .. n - 2 (the interior ones) below c
 __device__ __forceinline__ int lattice_interior_below(int c, int n) {
     return c < 1 ? 0 : (c - 1 < n - 2 ? c - 1 : n - 2);
@@ -98,13 +118,21 @@ __device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, 
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
-         const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha) {
+         const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha ORD_PARAMS) {
     extern __shared__ __align__(16) real smem[];
     real* sZ = smem;
     real* sY = smem + SZ_SIZE;
     const u32 g = blockIdx.x;
     const int tid = threadIdx.x;
     if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
+#if ORD == 1
+    {
+        const u32 z1 = own[g + 1];
+        for (u32 t = own[g] + tid; t < z1; t += THREADS) v[t] = (real)0;
+    }
+    const u32 pbeg = pstart[g], pend = pstart[g + 1];
+    const u32 p_mine = pbeg + tid < pend ? preds[pbeg + tid] : NO_PRED;
+#endif
 
     // 1: gather the z-columns, contract along z, element by element (the node an element
     // shares with the next one carried over, not loaded again)
@@ -125,6 +153,10 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
     }
     __syncthreads();
+#if ORD == 1
+    // every thread's zero stores are before the barrier: publish them (cumulative release)
+    if (tid == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + g), "r"(epoch) : "memory");
+#endif
 
     // 2: contract along y
 #pragma unroll 1
@@ -186,6 +218,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
         sZ[zq * PZ + (NY - 1) * LP + x] = carry;
     }
+#if ORD == 1
+    // the other owners' zeros visible before any thread's scatter (acquire, then the barrier)
+    if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);
+    for (u32 t = pbeg + tid + THREADS; t < pend; t += THREADS) wait_flag(flags, preds[t], epoch);
+#endif
     __syncthreads();
 
     // 5: transposed z (shared nodes carried), then one store (brick interior) or one atomic

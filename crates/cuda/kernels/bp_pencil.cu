@@ -243,19 +243,6 @@ __device__ __forceinline__ float ld_cs(const float* p) {
 #if ORD
 #define NTHREADS (T1D * T1D * EPB)
 #define NO_PRED 0xffffffffu
-__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-// Waits (acquire) until flags[g] == epoch; traps instead of hanging if that never happens
-// (a broken schedule then surfaces as a launch error).
-__device__ __forceinline__ void wait_flag(const u32* flags, u32 g, u32 epoch) {
-    for (u32 spin = 0; ld_acquire_u32(flags + g) != epoch; spin++) {
-        if (spin > (1u << 22)) __trap();
-        __nanosleep(64);
-    }
-}
 __device__ __forceinline__ u32 ld_relaxed_u32(const u32* p) {
     u32 v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

@@ -1207,6 +1207,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     }
     if cfg.skeleton_zeroing.in_kernel()
         && !(cfg.interior_last && cfg.variant == Variant::Pencil && !cfg.persistent)
+        && !(cfg.variant == Variant::Lattice && cfg.skeleton_zeroing == SkeletonZeroing::Owner)
     {
         return Err(GpuError::Unsupported(
             "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space".into(),
@@ -1280,10 +1281,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             || cfg.interior_last
             || cfg.late_indices
             || cfg.groups_in_sequence != 1
-            || !matches!(
+            || !(matches!(
                 cfg.skeleton_zeroing,
                 SkeletonZeroing::Host | SkeletonZeroing::Memset
-            )
+            ) || cfg.variant == Variant::Lattice
+                && cfg.skeleton_zeroing == SkeletonZeroing::Owner)
         {
             return Err(GpuError::Unsupported(
                 "bricks (v19) exist for the non-persistent v2 kernel with the fill before the launch, on a space numbered per brick (not interior-last), one brick per block".into(),
@@ -1852,6 +1854,17 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 f32,
             ));
         }
+        // and zeroed in the kernel by the owner brick (v30), in both precisions
+        for f32 in [false, true] {
+            v.push((
+                BpConfig {
+                    skeleton_zeroing: SkeletonZeroing::Owner,
+                    ..t
+                },
+                p,
+                f32,
+            ));
+        }
         // and with the element loops the other way (v29), uncapped
         v.push((
             BpConfig {
@@ -1957,9 +1970,13 @@ impl<T: GpuReal> GpuBp<T> {
         let owners = if !cfg.skeleton_zeroing.in_kernel() || cfg.skeleton_zeroing.code() == 3 {
             None
         } else {
-            let nsk = skeleton_table(p + 1).1;
+            // (the lattice kernel's groups are bricks, one row of brick-boundary offsets each)
+            let (nsk, rows) = match (cfg.variant, cfg.bricks) {
+                (Variant::Lattice, Some(b)) => (brick_layout(b, p).skeleton_positions().len(), 1),
+                _ => (skeleton_table(p + 1).1, epb * cfg.groups_in_sequence),
+            };
             let OwnerSchedule { own, pstart, preds } =
-                owner_schedule(&offsets_host, nsk, nskel, epb * cfg.groups_in_sequence)?;
+                owner_schedule(&offsets_host, nsk, nskel, rows)?;
             let ngroups = own.len() - 1;
             // lookahead: one wave of resident groups ahead (scaled by `zero_ahead`)
             let ahead = if cfg.skeleton_zeroing.code() == 2 {

@@ -1004,6 +1004,17 @@ mod gpu {
                 cfg.min_blocks = Some(m).filter(|&m| m > 0);
             }
         }
+        if let (Some(&z), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.skeleton_zeroing.first(), cfg.variant)
+        {
+            // (one brick per block resets the zeroing; the lattice kernel zeroes by owner
+            // or not at all)
+            cfg.skeleton_zeroing = if z == ZeroingArg::Owner {
+                SkeletonZeroing::Owner
+            } else {
+                SkeletonZeroing::Host
+            };
+        }
         if let Some(&r) = a.rolled.first() {
             cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
         }
