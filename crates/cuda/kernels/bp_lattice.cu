@@ -17,11 +17,10 @@
 //   2 (x, zq):        the y-line of sZ, contract along y                        -> sY[zq][yq][x]
 //   3 (yq, zq):       the x-line of sY, contract along x, times the weights, transposed x,
 //                     back into the same line of sY
-// Along each line the elements are taken in order and the node one shares with the next is
-// carried in a register (read once, summed once), so a thread holds one element's values at
-// a time.
 //   4 (x, zq):        the yq-line of sY, transposed y                           -> sZ[zq][y][x]
 //   5 (x, y) columns: the zq-line of sZ, transposed z, stored (interior) or added atomically
+// Along each line the elements are taken in order, and the node one shares with the next is
+// read once and its two contributions summed in a register.
 // Rows of both arrays have the odd pitch LP, so that lines read across lanes (phase 3) fall
 // in distinct banks; planes (one per zq) the pitches PZ and PY.
 //
@@ -31,10 +30,11 @@
 //
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
-// -D: N, Q, BX, BY, BZ, NSKB (boundary slots per brick), THREADS, MINB, EO, ZCHUNK.
+// -D: N, Q, BX, BY, BZ, NSKB (boundary slots per brick), THREADS, MINB, EO, ZCHUNK, PZ,
+// PY, ROLLED, ORD.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest); the output's first nskel values
-// (the brick boundaries' nodes) are zeroed before the launch.
+// (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
 
 #if OP != 1 || GEO != 0 || !LATTICE
 #error "the lattice kernel (v26) is BP1 with stored weights, LATTICE 1"

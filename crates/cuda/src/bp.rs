@@ -1100,7 +1100,7 @@ pub struct BpKernel {
 }
 
 /// The brick shapes the lattice kernel (v26) is measured and tested with at order `p`,
-/// first the one [`BpConfig::tuned`] would take.
+/// first the one [`BpConfig::tuned_on_bricks`] takes where it takes the lattice.
 pub fn lattice_shapes(p: usize) -> Vec<[usize; 3]> {
     match p {
         1 | 2 => vec![[4, 4, 4], [4, 4, 2]],
@@ -1210,7 +1210,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         && !(cfg.variant == Variant::Lattice && cfg.skeleton_zeroing == SkeletonZeroing::Owner)
     {
         return Err(GpuError::Unsupported(
-            "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space".into(),
+            "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space (or, by owner brick only, the lattice kernel)".into(),
         ));
     }
     if cfg.skeleton_zeroing.code() >= 2 && cfg.groups_in_sequence != 1 {
@@ -1288,7 +1288,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 && cfg.skeleton_zeroing == SkeletonZeroing::Owner)
         {
             return Err(GpuError::Unsupported(
-                "bricks (v19) exist for the non-persistent v2 kernel with the fill before the launch, on a space numbered per brick (not interior-last), one brick per block".into(),
+                "bricks exist for the non-persistent v2 kernel (v19) and the lattice kernel (v26), one brick per block, with the fill before the launch (the lattice kernel also with owner zeroing), on a space numbered per brick (not interior-last)".into(),
             ));
         }
         if b.iter().any(|&e| e == 0 || e > 8) || b.iter().any(|&e| e * p + 1 > 255) {
@@ -1833,8 +1833,10 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
     }
     // v26: BP1 on the brick lattice, every shape the bench measures, f64, and the first
     // in f32; the tuned choice where there is one (its register cap), and with v27's
-    // conflict-free pitches, in both precisions
+    // conflict-free pitches, in both precisions (each configuration once)
+    let mut lattice = Vec::new();
     for p in 1..=8 {
+        let v = &mut lattice;
         for (i, shape) in lattice_shapes(p).into_iter().enumerate() {
             v.push((BpConfig::lattice(shape), p, false));
             if i == 0 {
@@ -1875,6 +1877,11 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             p,
             false,
         ));
+    }
+    for c in lattice {
+        if !v.contains(&c) {
+            v.push(c);
+        }
     }
     v
 }

@@ -375,6 +375,9 @@ struct Problem {
     space: H1Space,
     /// The same space numbered per brick, for each brick shape asked for.
     bricked: Vec<([usize; 3], H1Space)>,
+    /// The brick shape the defaults' lattice kernel runs on, where [`default_bricks`]
+    /// chose one (the box is then sorted into it).
+    auto_bricks: Option<[usize; 3]>,
     prep_s: f64,
     reorder: String,
 }
@@ -459,6 +462,7 @@ fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, Cl
         mesh,
         space,
         bricked,
+        auto_bricks: auto,
         prep_s: t.elapsed().as_secs_f64(),
         reorder: format!("{:?}", a.reorder).to_lowercase(),
     })
@@ -927,15 +931,16 @@ mod gpu {
         if let Some(&c) = a.groups_in_sequence.first() {
             cfg.groups_in_sequence = c;
         }
-        if let Some(&z) = a.skeleton_zeroing.first() {
-            cfg.skeleton_zeroing = match z {
-                ZeroingArg::Host => SkeletonZeroing::Host,
-                ZeroingArg::Memset => SkeletonZeroing::Memset,
-                ZeroingArg::Owner => SkeletonZeroing::Owner,
-                ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
-                ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
-                ZeroingArg::Pipelined => SkeletonZeroing::Pipelined,
-            };
+        let zeroing = a.skeleton_zeroing.first().map(|&z| match z {
+            ZeroingArg::Host => SkeletonZeroing::Host,
+            ZeroingArg::Memset => SkeletonZeroing::Memset,
+            ZeroingArg::Owner => SkeletonZeroing::Owner,
+            ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
+            ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
+            ZeroingArg::Pipelined => SkeletonZeroing::Pipelined,
+        });
+        if let Some(z) = zeroing {
+            cfg.skeleton_zeroing = z;
         }
         if let Some(&ef) = a.evict_first.first() {
             // only where the factors are loaded directly (elsewhere the same kernel runs)
@@ -968,15 +973,10 @@ mod gpu {
                 PrefetchArg::Registers => GeoPrefetch::Registers,
             };
         }
-        // the defaults on a brick-sorted box (the problem sorted it): the lattice kernel
-        // where it is the fastest (BpConfig::tuned_on_bricks)
-        let auto = BpConfig::tuned_on_bricks(kind, cfg.geo, prob.space.order()).filter(|c| {
-            a.kernel.is_empty()
-                && a.bricks.is_empty()
-                && a.geo_load == GeoLoad::Tuned
-                && c.bricks
-                    .is_some_and(|b| prob.bricked.iter().any(|(s, _)| *s == b))
-        });
+        // the defaults on a brick-sorted box (the problem sorted it, `default_bricks`): the
+        // lattice kernel where it is the fastest (BpConfig::tuned_on_bricks)
+        let auto = BpConfig::tuned_on_bricks(kind, cfg.geo, prob.space.order())
+            .filter(|c| prob.auto_bricks.is_some() && c.bricks == prob.auto_bricks);
         if let Some(t) = auto {
             cfg = BpConfig {
                 min_blocks: match a.min_blocks.first() {
@@ -1004,16 +1004,10 @@ mod gpu {
                 cfg.min_blocks = Some(m).filter(|&m| m > 0);
             }
         }
-        if let (Some(&z), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.skeleton_zeroing.first(), cfg.variant)
-        {
-            // (one brick per block resets the zeroing; the lattice kernel zeroes by owner
-            // or not at all)
-            cfg.skeleton_zeroing = if z == ZeroingArg::Owner {
-                SkeletonZeroing::Owner
-            } else {
-                SkeletonZeroing::Host
-            };
+        if let (Some(z), ferrofem_cuda::bp::Variant::Lattice) = (zeroing, cfg.variant) {
+            // (a block per brick resets the zeroing; the lattice kernel refuses any but
+            // the fills before the launch and owner zeroing)
+            cfg.skeleton_zeroing = z;
         }
         if let Some(&r) = a.rolled.first() {
             cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
@@ -1131,5 +1125,59 @@ mod gpu {
             rec.solve_dof_iters_per_s = Some(x.len() as f64 * st.iterations as f64 / s);
         }
         Ok(rec)
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: BpArgs,
+    }
+
+    fn args(extra: &[&str]) -> BpArgs {
+        Cli::parse_from(std::iter::once("bench").chain(extra.iter().copied())).a
+    }
+
+    /// The bench's defaults sort the box into bricks exactly where the tuned BP1 kernel on
+    /// stored weights is the lattice kernel, and not when a kernel, bricks, a geometry load
+    /// or a reordering is asked for, on the CPU, or for the other BPs.
+    #[test]
+    fn default_bricks_follow_the_tuned_lattice_choice() {
+        use ferrofem_cuda::bp::{BpConfig, GeoMode};
+        let stored = [GeometryMode::Stored];
+        let none = args(&[]);
+        for p in 1..=8 {
+            let want = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
+                .and_then(|c| c.bricks);
+            assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, p), want);
+            let both = [GeometryMode::Stored, GeometryMode::OnTheFly];
+            assert_eq!(default_bricks(BpName::Bp1, &none, true, &both, p), want);
+        }
+        assert_eq!(
+            default_bricks(BpName::Bp1, &none, true, &stored, 3),
+            Some([4, 4, 2])
+        );
+        assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 7), None);
+        for other in [
+            args(&["--kernel", "pencil"]),
+            args(&["--kernel", "registers"]),
+            args(&["--bricks", "none"]),
+            args(&["--geo-load", "direct"]),
+            args(&["--reorder", "morton"]),
+        ] {
+            assert_eq!(default_bricks(BpName::Bp1, &other, true, &stored, 3), None);
+        }
+        assert_eq!(default_bricks(BpName::Bp1, &none, false, &stored, 3), None);
+        assert_eq!(
+            default_bricks(BpName::Bp1, &none, true, &[GeometryMode::OnTheFly], 3),
+            None
+        );
+        assert_eq!(default_bricks(BpName::Bp3, &none, true, &stored, 3), None);
+        assert_eq!(default_bricks(BpName::Bp35, &none, true, &stored, 3), None);
     }
 }
