@@ -790,6 +790,18 @@ case "$MODE" in
     # kernel by owner brick, against the fill before the launch, at the tuned defaults
     bench bp1 --backend cuda --order 3..6 --geo stored --skeleton-zeroing host,owner
     ;;
+  v46)
+    # v31 (fourteenth session): the lattice kernel walking columns of bricks along z
+    # (--lattice-steps), against one brick per block (1) in the same run, at the tuned
+    # step bricks, uncapped and at the tuned caps
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true"
+    $L --order 3 --bricks 4x4x2 --min-blocks 0,4 --lattice-steps 1,2,4,8
+    $L --order 4 --bricks 4x4x2 --min-blocks 0,3 --lattice-steps 1,4,8
+    $L --order 5 --bricks 2x2x1 --rolled true,false --lattice-steps 1,8,16
+    $L --order 6 --bricks 2x2x1 --min-blocks 0,6 --lattice-steps 1,8,16
+    $L --order 7 --bricks 2x2x1 --min-blocks 0,3 --lattice-steps 1,8,16
+    $L --order 8 --bricks 2x2x1 --lattice-steps 1,8,16
+    ;;
   final13)
     # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
     # lattice kernel, brick-sorted box), the other BPs and the on-the-fly defaults as in

@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2] [tuned] [pw] [cf] [table] [ptx|source]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz]] [tuned] [pw] [cf] [table] [ptx|source]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -130,6 +130,8 @@ fn main() {
             cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
             cfg.conflict_free_pitches = has("cf");
             cfg.rolled_element_loops = has("rolled");
+            // v31: the brick walked in this many steps along z (lattice= is the column)
+            cfg.lattice_steps = flag(&args, "steps").unwrap_or(1);
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
             }

@@ -28,10 +28,18 @@
 // (lattice_geo_index in bp_common.cuh): phase 3's thread t = zq YQ + yq reads point X of its
 // line at brick base + X (YQ ZQ) + t, so a warp reads consecutive addresses.
 //
+// v31: with STEPS > 1 the brick of the space's numbering is a column of STEPS bricks of
+// BX x BY x BZ elements along z, and the block walks it in STEPS steps, phases 1-5 each;
+// the lattice plane two steps share is gathered once (phase 1 keeps its column's top node
+// in sCx for the next step) and stored once (phase 5 carries its top node's partial sum in
+// sCy), so the column's boundary, not each step's, is read through offsets and added
+// atomically. The weights are in each step's lattice order (lattice_geo_index with the
+// step's BX, BY, BZ: a column's cells come step after step).
+//
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
-// -D: N, Q, BX, BY, BZ, NSKB (boundary slots per brick), THREADS, MINB, EO, ZCHUNK, PZ,
-// PY, ROLLED, ORD.
+// -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -39,8 +47,11 @@
 #if OP != 1 || GEO != 0 || !LATTICE
 #error "the lattice kernel (v26) is BP1 with stored weights, LATTICE 1"
 #endif
-#if EPB != BX * BY * BZ
-#error "a lattice block runs one brick of BX * BY * BZ elements"
+#ifndef STEPS
+#define STEPS 1
+#endif
+#if EPB != BX * BY * BZ * STEPS
+#error "a lattice block runs one column of STEPS bricks of BX * BY * BZ elements"
 #endif
 #ifndef MINB
 #define MINB 1
@@ -48,6 +59,8 @@
 #define NX (BX * (N - 1) + 1)
 #define NY (BY * (N - 1) + 1)
 #define NZ (BZ * (N - 1) + 1)
+// the column's lattice along z (NZ when STEPS is 1)
+#define NZC (STEPS * BZ * (N - 1) + 1)
 #define XQ (BX * Q)
 #define YQ (BY * Q)
 #define ZQ (BZ * Q)
@@ -65,7 +78,7 @@
 #endif
 #define SZ_SIZE (ZQ * PZ)
 #define SY_SIZE (ZQ * PY)
-#define NIB ((NX - 2) * (NY - 2) * (NZ - 2))
+#define NIB ((NX - 2) * (NY - 2) * (NZC - 2))
 // v29: the loops over a line's elements unrolled (ROLLED 0: the compiler may hoist every
 // element's loads, for more loads in flight and more registers) or kept as loops (ROLLED 1:
 // one element's values live at a time, so tighter register caps stay free of spills)
@@ -88,6 +101,9 @@
 #ifndef ORD
 #define ORD 0
 #endif
+#if ORD == 1 && STEPS > 1
+#error "owner zeroing (ORD 1) is for single-step lattice blocks"
+#endif
 #if ORD == 1
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
                    const u32* FF_RESTRICT preds, const u32 epoch
@@ -103,15 +119,15 @@ __device__ __forceinline__ int lattice_interior_below(int c, int n) {
     return c < 1 ? 0 : (c - 1 < n - 2 ? c - 1 : n - 2);
 }
 
-// The global index of lattice node (x, y, z) of brick g, and whether it lies on the brick's
+// The global index of lattice node (x, y, z) of brick (column) g, and whether it lies on the brick's
 // boundary: interior nodes follow the boundary nodes, contiguous per brick; a boundary
 // node's slot is its lexicographic index less the interior positions before it.
 __device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, u32 nskel, int x, int y, int z,
                                              bool& boundary) {
-    const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1, zin = z > 0 && z < NZ - 1;
+    const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1, zin = z > 0 && z < NZC - 1;
     boundary = !(xin && yin && zin);
     if (!boundary) return nskel + g * (u32)NIB + (u32)(((z - 1) * (NY - 2) + (y - 1)) * (NX - 2) + (x - 1));
-    const int before = lattice_interior_below(z, NZ) * (NY - 2) * (NX - 2) +
+    const int before = lattice_interior_below(z, NZC) * (NY - 2) * (NX - 2) +
                        (zin ? lattice_interior_below(y, NY) * (NX - 2) + (yin ? lattice_interior_below(x, NX) : 0) : 0);
     return off[(size_t)g * NSKB + (u32)((z * NY + y) * NX + x - before)];
 }
@@ -122,6 +138,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     extern __shared__ __align__(16) real smem[];
     real* sZ = smem;
     real* sY = smem + SZ_SIZE;
+#if STEPS > 1
+    // per (x, y) column, private to the thread that owns it in phases 1 and 5: the node
+    // phase 1 read last (the next step's first), the partial sum phase 5 carries
+    real* sCx = sY + SY_SIZE;
+    real* sCy = sCx + NX * NY;
+#endif
     const u32 g = blockIdx.x;
     const int tid = threadIdx.x;
     if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
@@ -134,121 +156,147 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     const u32 p_mine = pbeg + tid < pend ? preds[pbeg + tid] : NO_PRED;
 #endif
 
-    // 1: gather the z-columns, contract along z, element by element (the node an element
-    // shares with the next one carried over, not loaded again)
 #pragma unroll 1
-    for (int t = tid; t < NX * NY; t += THREADS) {
-        const int x = t % NX, y = t / NX;
-        real in[N], out[Q];
-        bool bnd;
-        in[0] = u[lattice_index(offsets, g, nskel, x, y, 0, bnd)];
-        ELEMENT_LOOP
-        for (int ez = 0; ez < BZ; ez++) {
-#pragma unroll
-            for (int i = 1; i < N; i++) in[i] = u[lattice_index(offsets, g, nskel, x, y, ez * (N - 1) + i, bnd)];
-            CONTRACT(cBf, 1, N, Q, in, out);
-#pragma unroll
-            for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
-            in[0] = in[N - 1];
-        }
-    }
-    __syncthreads();
-#if ORD == 1
-    // every thread's zero stores are before the barrier: publish them (cumulative release)
-    if (tid == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + g), "r"(epoch) : "memory");
-#endif
+    for (int s = 0; s < STEPS; s++) {
+        const int z0 = s * (NZ - 1);  // the step's first lattice plane in the column
 
-    // 2: contract along y
+        // 1: gather the z-columns, contract along z, element by element (the node an element
+        // shares with the next one carried over, not loaded again)
 #pragma unroll 1
-    for (int t = tid; t < NX * ZQ; t += THREADS) {
-        const int x = t % NX, zq = t / NX;
-        ELEMENT_LOOP
-        for (int ey = 0; ey < BY; ey++) {
+        for (int t = tid; t < NX * NY; t += THREADS) {
+            const int x = t % NX, y = t / NX;
             real in[N], out[Q];
-#pragma unroll
-            for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
-            CONTRACT(cBf, 1, N, Q, in, out);
-#pragma unroll
-            for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
-        }
-    }
-    __syncthreads();
-
-    // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
-    // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
-    // with the next element is carried in a register and summed there
-    const real* w = geo + (size_t)g * EPB * QQQ;
-#pragma unroll 1
-    for (int t = tid; t < YQ * ZQ; t += THREADS) {
-        real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
-        real carry = 0;
-        ELEMENT_LOOP
-        for (int ex = 0; ex < BX; ex++) {
-            real in[N], pts[Q], out[N];
-#pragma unroll
-            for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
-            CONTRACT(cBf, 1, N, Q, in, pts);
-#pragma unroll
-            for (int q = 0; q < Q; q++) pts[q] *= w[(size_t)(ex * Q + q) * (YQ * ZQ) + t];
-            CONTRACT(cBt, 1, Q, N, pts, out);
-            row[ex * (N - 1)] = out[0] + carry;
-#pragma unroll
-            for (int i = 1; i < N - 1; i++) row[ex * (N - 1) + i] = out[i];
-            carry = out[N - 1];
-        }
-        row[NX - 1] = carry;
-    }
-    __syncthreads();
-
-    // 4: transposed y (shared nodes carried as in 3)
-#pragma unroll 1
-    for (int t = tid; t < NX * ZQ; t += THREADS) {
-        const int x = t % NX, zq = t / NX;
-        real carry = 0;
-        ELEMENT_LOOP
-        for (int ey = 0; ey < BY; ey++) {
-            real in[Q], out[N];
-#pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sY[zq * PY + (ey * Q + q) * LP + x];
-            CONTRACT(cBt, 1, Q, N, in, out);
-            sZ[zq * PZ + ey * (N - 1) * LP + x] = out[0] + carry;
-#pragma unroll
-            for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
-            carry = out[N - 1];
-        }
-        sZ[zq * PZ + (NY - 1) * LP + x] = carry;
-    }
-#if ORD == 1
-    // the other owners' zeros visible before any thread's scatter (acquire, then the barrier)
-    if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);
-    for (u32 t = pbeg + tid + THREADS; t < pend; t += THREADS) wait_flag(flags, preds[t], epoch);
+            bool bnd;
+#if STEPS > 1
+            if (s > 0)
+                in[0] = sCx[t];
+            else
 #endif
-    __syncthreads();
-
-    // 5: transposed z (shared nodes carried), then one store (brick interior) or one atomic
-    // add (brick boundary) per node
-#pragma unroll 1
-    for (int t = tid; t < NX * NY; t += THREADS) {
-        const int x = t % NX, y = t / NX;
-        real carry = 0;
-        bool bnd;
-        ELEMENT_LOOP
-        for (int ez = 0; ez < BZ; ez++) {
-            real in[Q], out[N];
+                in[0] = u[lattice_index(offsets, g, nskel, x, y, z0, bnd)];
+            ELEMENT_LOOP
+            for (int ez = 0; ez < BZ; ez++) {
 #pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sZ[(ez * Q + q) * PZ + y * LP + x];
-            CONTRACT(cBt, 1, Q, N, in, out);
-            out[0] += carry;
+                for (int i = 1; i < N; i++) in[i] = u[lattice_index(offsets, g, nskel, x, y, z0 + ez * (N - 1) + i, bnd)];
+                CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
-            for (int k = 0; k < N - 1; k++) {
-                const u32 idx = lattice_index(offsets, g, nskel, x, y, ez * (N - 1) + k, bnd);
-                accumulate(v, idx, out[k], !bnd);
+                for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
+                in[0] = in[N - 1];
             }
-            carry = out[N - 1];
+#if STEPS > 1
+            sCx[t] = in[0];
+#endif
         }
-        const u32 idx = lattice_index(offsets, g, nskel, x, y, NZ - 1, bnd);
-        accumulate(v, idx, carry, !bnd);
-    }
+        __syncthreads();
+#if ORD == 1
+        // every thread's zero stores are before the barrier: publish them (cumulative release)
+        if (tid == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + g), "r"(epoch) : "memory");
+#endif
+
+        // 2: contract along y
+#pragma unroll 1
+        for (int t = tid; t < NX * ZQ; t += THREADS) {
+            const int x = t % NX, zq = t / NX;
+            ELEMENT_LOOP
+            for (int ey = 0; ey < BY; ey++) {
+                real in[N], out[Q];
+#pragma unroll
+                for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
+                CONTRACT(cBf, 1, N, Q, in, out);
+#pragma unroll
+                for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
+            }
+        }
+        __syncthreads();
+
+        // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
+        // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
+        // with the next element is carried in a register and summed there
+        const real* w = geo + ((size_t)g * STEPS + s) * (BX * BY * BZ) * QQQ;
+#pragma unroll 1
+        for (int t = tid; t < YQ * ZQ; t += THREADS) {
+            real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
+            real carry = 0;
+            ELEMENT_LOOP
+            for (int ex = 0; ex < BX; ex++) {
+                real in[N], pts[Q], out[N];
+#pragma unroll
+                for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
+                CONTRACT(cBf, 1, N, Q, in, pts);
+#pragma unroll
+                for (int q = 0; q < Q; q++) pts[q] *= w[(size_t)(ex * Q + q) * (YQ * ZQ) + t];
+                CONTRACT(cBt, 1, Q, N, pts, out);
+                row[ex * (N - 1)] = out[0] + carry;
+#pragma unroll
+                for (int i = 1; i < N - 1; i++) row[ex * (N - 1) + i] = out[i];
+                carry = out[N - 1];
+            }
+            row[NX - 1] = carry;
+        }
+        __syncthreads();
+
+        // 4: transposed y (shared nodes carried as in 3)
+#pragma unroll 1
+        for (int t = tid; t < NX * ZQ; t += THREADS) {
+            const int x = t % NX, zq = t / NX;
+            real carry = 0;
+            ELEMENT_LOOP
+            for (int ey = 0; ey < BY; ey++) {
+                real in[Q], out[N];
+#pragma unroll
+                for (int q = 0; q < Q; q++) in[q] = sY[zq * PY + (ey * Q + q) * LP + x];
+                CONTRACT(cBt, 1, Q, N, in, out);
+                sZ[zq * PZ + ey * (N - 1) * LP + x] = out[0] + carry;
+#pragma unroll
+                for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
+                carry = out[N - 1];
+            }
+            sZ[zq * PZ + (NY - 1) * LP + x] = carry;
+        }
+#if ORD == 1
+        // the other owners' zeros visible before any thread's scatter (acquire, then the barrier)
+        if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);
+        for (u32 t = pbeg + tid + THREADS; t < pend; t += THREADS) wait_flag(flags, preds[t], epoch);
+#endif
+        __syncthreads();
+
+        // 5: transposed z (shared nodes carried), then one store (brick interior) or one atomic
+        // add (brick boundary) per node
+#pragma unroll 1
+        for (int t = tid; t < NX * NY; t += THREADS) {
+            const int x = t % NX, y = t / NX;
+            real carry = 0;
+            bool bnd;
+#if STEPS > 1
+            if (s > 0) carry = sCy[t];
+#endif
+            ELEMENT_LOOP
+            for (int ez = 0; ez < BZ; ez++) {
+                real in[Q], out[N];
+#pragma unroll
+                for (int q = 0; q < Q; q++) in[q] = sZ[(ez * Q + q) * PZ + y * LP + x];
+                CONTRACT(cBt, 1, Q, N, in, out);
+                out[0] += carry;
+#pragma unroll
+                for (int k = 0; k < N - 1; k++) {
+                    const u32 idx = lattice_index(offsets, g, nskel, x, y, z0 + ez * (N - 1) + k, bnd);
+                    accumulate(v, idx, out[k], !bnd);
+                }
+                carry = out[N - 1];
+            }
+#if STEPS > 1
+            if (s < STEPS - 1) {
+                sCy[t] = carry;
+                continue;
+            }
+#endif
+            const u32 idx = lattice_index(offsets, g, nskel, x, y, NZC - 1, bnd);
+            accumulate(v, idx, carry, !bnd);
+        }
+#if STEPS > 1
+        // the next step's phase 1 writes sZ, which this phase read
+        if (s < STEPS - 1) __syncthreads();
+#endif
+    }  // steps
     (void)mats;
     (void)alpha;
 }

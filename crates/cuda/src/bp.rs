@@ -253,6 +253,12 @@ pub struct BpConfig {
     /// unrolled, so that one element's values are live at a time and tighter register caps
     /// (`min_blocks`) stay free of spills.
     pub rolled_element_loops: bool,
+    /// Lattice kernel (v31): the block walks its brick in this many steps along z, each a
+    /// brick of `[bx, by, bz / steps]` elements, and carries the lattice plane two steps
+    /// share from one to the next. The space's numbering, its offsets and atomics are the
+    /// whole brick's (fewer boundary nodes per element), the registers and shared memory
+    /// one step's. 1: the brick in one step.
+    pub lattice_steps: usize,
 }
 
 impl BpConfig {
@@ -525,7 +531,15 @@ impl BpConfig {
             bricks: None,
             slot_arithmetic: true,
             rolled_element_loops: false,
+            lattice_steps: 1,
         }
+    }
+
+    /// The brick one step of the lattice kernel works on (v31): `bricks` with its z extent
+    /// divided by `lattice_steps`.
+    pub fn lattice_step_brick(&self) -> Option<[usize; 3]> {
+        self.bricks
+            .map(|b| [b[0], b[1], b[2] / self.lattice_steps.max(1)])
     }
 }
 
@@ -1112,6 +1126,15 @@ pub fn lattice_shapes(p: usize) -> Vec<[usize; 3]> {
     }
 }
 
+/// The columns the lattice kernel (v31) is measured and tested with at order `p`: the
+/// brick of its first shape ([`lattice_shapes`]) walked in each of these numbers of steps
+/// along z, as `(column brick, steps)`.
+pub fn lattice_columns(p: usize) -> Vec<([usize; 3], usize)> {
+    let b = lattice_shapes(p)[0];
+    let steps: &[usize] = if b[2] > 1 { &[2, 4, 8] } else { &[4, 8, 16] };
+    steps.iter().map(|&s| ([b[0], b[1], b[2] * s], s)).collect()
+}
+
 /// The lattice kernel's (v26) shape for a brick of `b` elements of order `p` with `q`
 /// points.
 struct LatticeBlock {
@@ -1260,6 +1283,17 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "the modelled shared pitches (v20, v20c) exist for the register-column (v6) BP1 kernel and the non-persistent v2 BP3 kernel only".into(),
         ));
     }
+    if cfg.lattice_steps != 1
+        && !(cfg.variant == Variant::Lattice
+            && cfg.lattice_steps > 1
+            && cfg.bricks.is_some_and(|b| b[2] % cfg.lattice_steps == 0)
+            && cfg.skeleton_zeroing != SkeletonZeroing::Owner)
+    {
+        return Err(GpuError::Unsupported(format!(
+            "{} lattice steps: the lattice kernel walks its brick in steps that divide its z extent ({:?}), with the fill before the launch",
+            cfg.lattice_steps, cfg.bricks
+        )));
+    }
     if cfg.rolled_element_loops && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(
             "rolled element loops (v29) exist for the lattice kernel only".into(),
@@ -1291,9 +1325,20 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 "bricks exist for the non-persistent v2 kernel (v19) and the lattice kernel (v26), one brick per block, with the fill before the launch (the lattice kernel also with owner zeroing), on a space numbered per brick (not interior-last)".into(),
             ));
         }
-        if b.iter().any(|&e| e == 0 || e > 8) || b.iter().any(|&e| e * p + 1 > 255) {
+        // (a lattice brick walked in steps may be longer along z: one step is in a block)
+        let zmax = if cfg.variant == Variant::Lattice {
+            8 * cfg.lattice_steps.max(1)
+        } else {
+            8
+        };
+        if b[..2].iter().any(|&e| e == 0 || e > 8)
+            || b[2] == 0
+            || b[2] > zmax.min(ferrofem_space::MAX_BRICK_ELEMS)
+            || b.iter().any(|&e| e * p + 1 > 255)
+        {
             return Err(GpuError::Unsupported(format!(
-                "brick shape {b:?}: 1 to 8 elements per axis, at most 255 nodes"
+                "brick shape {b:?}: 1 to 8 elements per axis (to {} along z for a lattice brick in steps), at most 255 nodes",
+                zmax.min(ferrofem_space::MAX_BRICK_ELEMS)
             )));
         }
         let epb: usize = b.iter().product();
@@ -1332,9 +1377,20 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     let mut lattice_pitches = None;
     let (epb, dyn_smem, block) = match (cfg.variant, cfg.bricks) {
         (Variant::Lattice, Some(b)) => {
-            let l = lattice_block(b, p, q, T::BYTES, cfg.conflict_free_pitches)?;
+            let step = cfg.lattice_step_brick().unwrap_or(b);
+            let l = lattice_block(step, p, q, T::BYTES, cfg.conflict_free_pitches)?;
             lattice_pitches = Some(l.pitches);
-            (b.iter().product(), l.bytes, [l.threads as u32, 1, 1])
+            // v31: the carried plane's two arrays (sCx, sCy) after the lattice
+            let carries = if cfg.lattice_steps > 1 {
+                2 * (step[0] * p + 1) * (step[1] * p + 1) * T::BYTES
+            } else {
+                0
+            };
+            (
+                b.iter().product(),
+                l.bytes + carries,
+                [l.threads as u32, 1, 1],
+            )
         }
         _ => {
             let (epb, bytes) = choose_block(cfg, op, n, q, gstride, T::BYTES)?;
@@ -1434,6 +1490,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 ""
             }
             + if cfg.rolled_element_loops { "_rl" } else { "" }
+            + &if cfg.lattice_steps > 1 {
+                format!("_s{}", cfg.lattice_steps)
+            } else {
+                String::new()
+            }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1512,7 +1573,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("THREADS", block[0])
             .define("BX", b[0])
             .define("BY", b[1])
-            .define("BZ", b[2])
+            .define("BZ", b[2] / cfg.lattice_steps.max(1))
+            .define("STEPS", cfg.lattice_steps.max(1))
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
@@ -1573,6 +1635,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         bricks: None,
         slot_arithmetic: true,
         rolled_element_loops: false,
+        lattice_steps: 1,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -1877,6 +1940,36 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             p,
             false,
         ));
+        // v31: the tuned step brick (or the first shape) walked in columns, f64, the
+        // first also in f32 and rolled, uncapped and at the tuned cap
+        for (i, (column, steps)) in lattice_columns(p).into_iter().enumerate() {
+            let c = BpConfig {
+                bricks: Some(column),
+                lattice_steps: steps,
+                ..t
+            };
+            v.push((c, p, false));
+            v.push((
+                BpConfig {
+                    min_blocks: None,
+                    ..c
+                },
+                p,
+                false,
+            ));
+            if i == 0 {
+                v.push((c, p, true));
+                v.push((
+                    BpConfig {
+                        rolled_element_loops: !c.rolled_element_loops,
+                        min_blocks: None,
+                        ..c
+                    },
+                    p,
+                    false,
+                ));
+            }
+        }
     }
     for c in lattice {
         if !v.contains(&c) {
@@ -2485,6 +2578,79 @@ mod tests {
                 }
             }
             assert_eq!(seen, nsk);
+        }
+    }
+
+    /// v31: a lattice brick walked in steps specialises the kernel for one step (its BZ,
+    /// its shared memory plus the carried plane) and the column's boundary slots; steps
+    /// that do not divide the column, steps on other kernels and owner zeroing with steps
+    /// are refused with a typed error.
+    #[test]
+    fn lattice_columns_specialise_one_step_and_refuse_what_they_cannot_walk() {
+        let get = |spec: &KernelSpec, key: &str| {
+            spec.defines
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        for p in 1..=8 {
+            let one = BpConfig::lattice(lattice_shapes(p)[0]);
+            let k1 = bp_kernel::<f64>(one, p).unwrap();
+            for (column, steps) in lattice_columns(p) {
+                let c = BpConfig {
+                    bricks: Some(column),
+                    lattice_steps: steps,
+                    ..one
+                };
+                assert_eq!(c.lattice_step_brick(), one.bricks);
+                let k = bp_kernel::<f64>(c, p).unwrap();
+                assert_eq!(k.epb, one.bricks.unwrap().iter().product::<usize>() * steps);
+                assert_eq!(get(&k.spec, "BZ"), get(&k1.spec, "BZ"));
+                assert_eq!(get(&k.spec, "STEPS"), Some(steps.to_string()));
+                assert_eq!(
+                    get(&k.spec, "NSKB"),
+                    Some(
+                        brick_layout(column, p)
+                            .skeleton_positions()
+                            .len()
+                            .to_string()
+                    )
+                );
+                assert_eq!(get(&k.spec, "THREADS"), get(&k1.spec, "THREADS"));
+                let nxy = (column[0] * p + 1) * (column[1] * p + 1);
+                assert_eq!(k.dyn_smem, k1.dyn_smem + 2 * nxy * 8);
+                assert!(k.spec.name.contains(&format!("_s{steps}")));
+                // steps that do not divide the column, or owner zeroing with steps
+                let bad = [
+                    BpConfig {
+                        lattice_steps: steps + 1,
+                        ..c
+                    },
+                    BpConfig {
+                        skeleton_zeroing: SkeletonZeroing::Owner,
+                        ..c
+                    },
+                    BpConfig {
+                        lattice_steps: 0,
+                        ..c
+                    },
+                ];
+                for b in bad {
+                    assert!(
+                        matches!(bp_kernel::<f64>(b, p), Err(GpuError::Unsupported(_))),
+                        "p={p} {:?} steps {}",
+                        b.bricks,
+                        b.lattice_steps
+                    );
+                }
+            }
+            // steps on the one-element kernels
+            let mut v2 = BpConfig::tuned(TensorKind::Mass, GeoMode::Stored, p);
+            v2.lattice_steps = 2;
+            assert!(matches!(
+                bp_kernel::<f64>(v2, p),
+                Err(GpuError::Unsupported(_))
+            ));
         }
     }
 

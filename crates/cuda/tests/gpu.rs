@@ -31,7 +31,7 @@ fn gpu() -> Option<Arc<GpuDevice>> {
 /// A tested configuration's options, to name it in a test's rows and failures.
 fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
     format!(
-        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} {}",
+        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} steps={} {}",
         cfg.kind.name(),
         cfg.kind.alpha(),
         cfg.variant,
@@ -48,6 +48,8 @@ fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
         cfg.skeleton_zeroing,
         cfg.groups_in_sequence,
         cfg.bricks,
+        cfg.rolled_element_loops,
+        cfg.lattice_steps,
         if f32 { "f32" } else { "f64" }
     )
 }

@@ -6,6 +6,10 @@ use crate::space::H1Space;
 use crate::{ElemRestriction, SpaceError};
 use ferrofem_base::CellType;
 
+/// The most elements a brick takes along one axis ([`H1Space::bricked`]): GPU kernels that
+/// walk a brick in steps (the lattice kernel's columns) use long ones along z.
+pub const MAX_BRICK_ELEMS: usize = 32;
+
 /// The layout of a space numbered by [`H1Space::bricked`].
 ///
 /// Brick nodes are addressed by their position `(i, j, k)` in the brick's
@@ -143,9 +147,9 @@ pub(crate) fn brick_numbering(
             space.cell_type()
         )));
     }
-    if shape.iter().any(|&s| s == 0 || s > 8) {
+    if shape.iter().any(|&s| s == 0 || s > MAX_BRICK_ELEMS) {
         return Err(fail(format!(
-            "brick shape {shape:?}: each axis takes 1 to 8 elements"
+            "brick shape {shape:?}: each axis takes 1 to {MAX_BRICK_ELEMS} elements"
         )));
     }
     let p = space.order();

@@ -395,57 +395,69 @@ fn interior_last_numbering_is_a_consistent_permutation() {
 
 #[test]
 fn brick_numbering_is_a_consistent_permutation_with_computed_interiors() {
-    let grid = [4, 2, 6];
-    let base = boxmesh("hex:4x2x6,perturb=0.2,seed=4");
-    for shape in [[1, 1, 1], [2, 1, 1], [2, 2, 1], [1, 2, 2], [2, 2, 2]] {
-        let mut mesh = base.clone();
-        mesh.sort_cells_in_bricks(grid, shape).unwrap();
-        for p in 1..=4 {
-            let s = H1Space::new(&mesh, p, 1).unwrap();
-            let (t, new_of) = s.bricked(shape).unwrap();
-            let l = t.brick_layout().unwrap();
-            assert_eq!((l.shape, l.order), (shape, p));
-            let mut seen = vec![false; new_of.len()];
-            new_of.iter().for_each(|&n| seen[n as usize] = true);
-            assert!(
-                seen.iter().all(|&b| b),
-                "{shape:?} p={p}: not a permutation"
-            );
-            for (o, &nw) in s
-                .restriction()
-                .offsets()
-                .iter()
-                .zip(t.restriction().offsets())
-            {
-                assert_eq!(new_of[*o as usize], nw);
-                assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
-            }
-            // every element node sits where the layout says: interiors computed, boundary
-            // nodes below the skeleton count and equal to the skeleton offsets
-            let (epb, nib, nskel) = (l.elems(), l.interior_per_brick(), l.skeleton_nodes);
-            let ngroups = mesh.num_cells() / epb;
-            assert_eq!(nskel + ngroups * nib, t.num_nodes());
-            let slots = l.skeleton_positions();
-            let off = t.brick_skeleton_offsets().unwrap();
-            assert_eq!(off.len(), ngroups * slots.len());
-            // and the full restriction rebuilt from them
-            assert_eq!(l.element_offsets(&off), t.restriction().offsets());
-            let n = p + 1;
-            for g in 0..ngroups {
-                for le in 0..epb {
-                    let at = l.element_of(le);
-                    let en = t.restriction().elem(g * epb + le);
-                    for k in 0..n {
-                        for j in 0..n {
-                            for i in 0..n {
-                                let pos = [at[0] * p + i, at[1] * p + j, at[2] * p + k];
-                                let dof = en[(k * n + j) * n + i] as usize;
-                                if l.on_boundary(pos) {
-                                    let sl = slots.iter().position(|&q| q == pos).unwrap();
-                                    assert_eq!(off[g * slots.len() + sl] as usize, dof);
-                                    assert!(dof < nskel);
-                                } else {
-                                    assert_eq!(dof, nskel + g * nib + l.interior_index(pos));
+    // (and columns longer than 8 elements along z, as the lattice kernel walks in steps)
+    let cases = [
+        (
+            [4, 2, 6],
+            vec![[1, 1, 1], [2, 1, 1], [2, 2, 1], [1, 2, 2], [2, 2, 2]],
+        ),
+        ([2, 2, 12], vec![[2, 2, 12], [1, 2, 12]]),
+    ];
+    for (grid, shapes) in cases {
+        let base = boxmesh(&format!(
+            "hex:{}x{}x{},perturb=0.2,seed=4",
+            grid[0], grid[1], grid[2]
+        ));
+        for shape in shapes {
+            let mut mesh = base.clone();
+            mesh.sort_cells_in_bricks(grid, shape).unwrap();
+            for p in 1..=4 {
+                let s = H1Space::new(&mesh, p, 1).unwrap();
+                let (t, new_of) = s.bricked(shape).unwrap();
+                let l = t.brick_layout().unwrap();
+                assert_eq!((l.shape, l.order), (shape, p));
+                let mut seen = vec![false; new_of.len()];
+                new_of.iter().for_each(|&n| seen[n as usize] = true);
+                assert!(
+                    seen.iter().all(|&b| b),
+                    "{shape:?} p={p}: not a permutation"
+                );
+                for (o, &nw) in s
+                    .restriction()
+                    .offsets()
+                    .iter()
+                    .zip(t.restriction().offsets())
+                {
+                    assert_eq!(new_of[*o as usize], nw);
+                    assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
+                }
+                // every element node sits where the layout says: interiors computed, boundary
+                // nodes below the skeleton count and equal to the skeleton offsets
+                let (epb, nib, nskel) = (l.elems(), l.interior_per_brick(), l.skeleton_nodes);
+                let ngroups = mesh.num_cells() / epb;
+                assert_eq!(nskel + ngroups * nib, t.num_nodes());
+                let slots = l.skeleton_positions();
+                let off = t.brick_skeleton_offsets().unwrap();
+                assert_eq!(off.len(), ngroups * slots.len());
+                // and the full restriction rebuilt from them
+                assert_eq!(l.element_offsets(&off), t.restriction().offsets());
+                let n = p + 1;
+                for g in 0..ngroups {
+                    for le in 0..epb {
+                        let at = l.element_of(le);
+                        let en = t.restriction().elem(g * epb + le);
+                        for k in 0..n {
+                            for j in 0..n {
+                                for i in 0..n {
+                                    let pos = [at[0] * p + i, at[1] * p + j, at[2] * p + k];
+                                    let dof = en[(k * n + j) * n + i] as usize;
+                                    if l.on_boundary(pos) {
+                                        let sl = slots.iter().position(|&q| q == pos).unwrap();
+                                        assert_eq!(off[g * slots.len() + sl] as usize, dof);
+                                        assert!(dof < nskel);
+                                    } else {
+                                        assert_eq!(dof, nskel + g * nib + l.interior_index(pos));
+                                    }
                                 }
                             }
                         }
@@ -471,6 +483,11 @@ fn brick_numbering_refuses_elements_that_are_not_bricks() {
         .bricked([2, 1, 1])
         .is_err());
     assert!(s.bricked([0, 1, 1]).is_err());
+    let e = s
+        .bricked([1, 1, ferrofem_space::MAX_BRICK_ELEMS + 1])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1 to 32"), "{e}");
     // not hexahedra
     let tets = H1Space::new(&boxmesh("tet:2x2x2"), 1, 1).unwrap();
     assert!(tets.bricked([2, 1, 1]).is_err());

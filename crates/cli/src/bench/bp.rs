@@ -183,6 +183,12 @@ pub struct BpArgs {
     /// tuned choice).
     #[arg(long, value_delimiter = ',')]
     rolled: Vec<bool>,
+    /// Lattice kernel (v31): a block walks a column of this many bricks (`--bricks`) along
+    /// z, carrying the lattice plane two steps share, so that the numbering, the offsets
+    /// and the atomics are the column's; comma-separated to measure several (default 1:
+    /// one brick per block).
+    #[arg(long, value_delimiter = ',')]
+    lattice_steps: Vec<usize>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
     /// in the sorted box, along the Morton curve of their coordinates (default) or
     /// lexicographic.
@@ -312,7 +318,8 @@ pub struct BpRecord {
     reorder: String,
 }
 
-/// `none` or `AxBxC` (elements per brick along x, y, z, each 1 to 8).
+/// `none` or `AxBxC` (elements per brick along x, y, z, each 1 to 8; along z to 32, for
+/// the lattice kernel's bricks walked in steps).
 fn parse_brick(s: &str) -> Result<Option<[usize; 3]>, String> {
     if s == "none" {
         return Ok(None);
@@ -323,9 +330,11 @@ fn parse_brick(s: &str) -> Result<Option<[usize; 3]>, String> {
         .collect::<Result<_, _>>()
         .map_err(|_| format!("'{s}': give none or AxBxC, e.g. 2x2x1"))?;
     match d[..] {
-        [a, b, c] if [a, b, c].iter().all(|&e| (1..=8).contains(&e)) => Ok(Some([a, b, c])),
+        [a, b, c] if [a, b].iter().all(|&e| (1..=8).contains(&e)) && (1..=32).contains(&c) => {
+            Ok(Some([a, b, c]))
+        }
         _ => Err(format!(
-            "'{s}': give none or AxBxC with 1 to 8 elements per axis"
+            "'{s}': give none or AxBxC with 1 to 8 elements along x and y, 1 to 32 along z"
         )),
     }
 }
@@ -426,7 +435,19 @@ fn default_bricks(
 fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, CliError> {
     let t = Instant::now();
     let n = elems_per_dir(p, a.dofs);
-    let shapes: Vec<[usize; 3]> = a.bricks.iter().flatten().copied().chain(auto).collect();
+    // (each brick also as the columns the lattice kernel walks in steps, v31)
+    let steps: &[usize] = if a.lattice_steps.is_empty() {
+        &[1]
+    } else {
+        &a.lattice_steps
+    };
+    let shapes: Vec<[usize; 3]> = a
+        .bricks
+        .iter()
+        .flatten()
+        .flat_map(|b| steps.iter().map(move |&s| [b[0], b[1], b[2] * s]))
+        .chain(auto)
+        .collect();
     // the largest brick per axis: the box takes a multiple of it, its cells sorted into it
     let big = shapes.iter().fold([1; 3], |m, s| {
         [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
@@ -482,6 +503,13 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     if a.kernel.contains(&KernelArg::Lattice) && !a.bricks.iter().any(Option::is_some) {
         return Err(CliError::Usage(
             "--kernel lattice runs a block per brick: give --bricks AxBxC".into(),
+        ));
+    }
+    if !a.lattice_steps.is_empty()
+        && (!a.kernel.contains(&KernelArg::Lattice) || a.lattice_steps.contains(&0))
+    {
+        return Err(CliError::Usage(
+            "--lattice-steps (1 or more) walks the lattice kernel's bricks in columns: give --kernel lattice --bricks AxBxC".into(),
         ));
     }
     if matches!(backend, Backend::Cpu { .. }) && !a.bricks.is_empty() {
@@ -629,6 +657,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.elems_per_block.clear();
         base.bricks.clear();
         base.rolled.clear();
+        base.lattice_steps.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -647,6 +676,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     let all = split(all, &a.bricks, |c, v| c.bricks = v);
     let all = split(all, &a.rolled, |c, v| c.rolled = v);
+    let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -909,6 +939,7 @@ mod gpu {
             bricks: None,
             slot_arithmetic: true,
             rolled_element_loops: false,
+            lattice_steps: 1,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1012,6 +1043,15 @@ mod gpu {
         if let Some(&r) = a.rolled.first() {
             cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
         }
+        let mut bricks = bricks;
+        if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.lattice_steps.first(), cfg.variant)
+        {
+            // v31: the block walks a column of `s` such bricks
+            bricks = bricks.map(|b| [b[0], b[1], b[2] * s]);
+            cfg.bricks = bricks;
+            cfg.lattice_steps = s;
+        }
         let space = prob.space_for(bricks);
         let op = GpuBp::<T>::new(dev, &prob.mesh, space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
@@ -1085,7 +1125,12 @@ mod gpu {
             if v.is_compressible() { "+cmp" } else { "" }
         ) + &cfg
             .bricks
-            .map_or(String::new(), |b| format!("+b{}x{}x{}", b[0], b[1], b[2]));
+            .map_or(String::new(), |b| format!("+b{}x{}x{}", b[0], b[1], b[2]))
+            + &if cfg.lattice_steps > 1 {
+                format!("+s{}", cfg.lattice_steps)
+            } else {
+                String::new()
+            };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let mut scfg = cfg;

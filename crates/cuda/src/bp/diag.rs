@@ -68,7 +68,10 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
         sources::BP_DIAG
     );
     let stored = cfg.geo == GeoMode::Stored;
-    let lattice = cfg.bricks.filter(|_| cfg.variant == Variant::Lattice);
+    // (the weights of a lattice brick walked in steps are in each step's order, v31)
+    let lattice = cfg
+        .lattice_step_brick()
+        .filter(|_| cfg.variant == Variant::Lattice);
     let threads = (n * n * n).next_multiple_of(32).min(MAX_THREADS);
     let op = match cfg.kind {
         TensorKind::Mass => 1,
