@@ -802,6 +802,30 @@ case "$MODE" in
     $L --order 7 --bricks 2x2x1 --min-blocks 0,3 --lattice-steps 1,8,16
     $L --order 8 --bricks 2x2x1 --lattice-steps 1,8,16
     ;;
+  ncu22)
+    # v31 (fourteenth session): why the lattice columns lose (v46): the steps' index
+    # settled at compile time again, benched against one brick per block; then L2 sectors,
+    # DRAM bytes, stalls and occupancy of p = 6, 2x2x1, cap 6, in 1 and 8 steps
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true"
+    $L --order 3 --bricks 4x4x2 --min-blocks 0,4 --lattice-steps 1,4
+    $L --order 6 --bricks 2x2x1 --min-blocks 0,6 --lattice-steps 1,8
+    if command -v ncu >/dev/null; then
+      M="lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
+      for st in 1 8; do
+        f="$OUT/ncu22-bp1-p6-s$st"
+        A="--order 6 --kernel lattice --bricks 2x2x1 --min-blocks 6 --conflict-free true --lattice-steps $st"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+            --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored $A --reps 1 --warmup 1 > "$f-sections.txt" 2>&1
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
+            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored $A --reps 1 --warmup 1 > "$f-metrics.txt" 2>&1
+        echo "== ncu22 bp1 p6 steps $st"
+        grep -E "Duration|Throughput|Busy|Stall|Occupancy|Registers|Warp Cycles|Issued|Hit Rate|lts__|l1tex__|sm__|smsp__|gpu__|dram__|ERR" "$f-sections.txt" "$f-metrics.txt" | head -60
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   final13)
     # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
     # lattice kernel, brick-sorted box), the other BPs and the on-the-fly defaults as in

@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz]] [tuned] [pw] [cf] [table] [ptx|source]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -155,6 +155,10 @@ fn main() {
         return;
     }
     let out = compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(path) = args.iter().find_map(|a| a.strip_prefix("cubin=")) {
+        // the machine code, for nvdisasm (to read what the scheduler made of it)
+        std::fs::write(path, &out.image).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
     println!("{}", spec.name);
     for l in out.log.lines().filter(|l| !l.trim().is_empty()) {
         println!("  {}", l.trim());

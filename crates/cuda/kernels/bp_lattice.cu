@@ -119,15 +119,20 @@ __device__ __forceinline__ int lattice_interior_below(int c, int n) {
     return c < 1 ? 0 : (c - 1 < n - 2 ? c - 1 : n - 2);
 }
 
-// The global index of lattice node (x, y, z) of brick (column) g, and whether it lies on the brick's
-// boundary: interior nodes follow the boundary nodes, contiguous per brick; a boundary
-// node's slot is its lexicographic index less the interior positions before it.
-__device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, u32 nskel, int x, int y, int z,
-                                             bool& boundary) {
-    const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1, zin = z > 0 && z < NZC - 1;
+// The global index of lattice node (x, y, z0 + zl) of brick (column) g, z0 = s (NZ - 1)
+// the first plane of step s, and whether it lies on the brick's boundary: interior nodes
+// follow the boundary nodes, contiguous per brick; a boundary node's slot is its
+// lexicographic index less the interior positions before it. Only a step's first plane
+// in the first step and its last in the last lie on the column's z-boundary, which the
+// unrolled callers' constant zl settles at compile time (v31).
+__device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, u32 nskel, int x, int y, int s,
+                                             int zl, bool& boundary) {
+    const int z = s * (NZ - 1) + zl;
+    const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1;
+    const bool zin = (zl > 0 || s > 0) && (zl < NZ - 1 || s < STEPS - 1);
     boundary = !(xin && yin && zin);
     if (!boundary) return nskel + g * (u32)NIB + (u32)(((z - 1) * (NY - 2) + (y - 1)) * (NX - 2) + (x - 1));
-    const int before = lattice_interior_below(z, NZC) * (NY - 2) * (NX - 2) +
+    const int before = (zin ? z - 1 : lattice_interior_below(z, NZC)) * (NY - 2) * (NX - 2) +
                        (zin ? lattice_interior_below(y, NY) * (NX - 2) + (yin ? lattice_interior_below(x, NX) : 0) : 0);
     return off[(size_t)g * NSKB + (u32)((z * NY + y) * NX + x - before)];
 }
@@ -158,8 +163,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 
 #pragma unroll 1
     for (int s = 0; s < STEPS; s++) {
-        const int z0 = s * (NZ - 1);  // the step's first lattice plane in the column
-
         // 1: gather the z-columns, contract along z, element by element (the node an element
         // shares with the next one carried over, not loaded again)
 #pragma unroll 1
@@ -172,11 +175,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 in[0] = sCx[t];
             else
 #endif
-                in[0] = u[lattice_index(offsets, g, nskel, x, y, z0, bnd)];
+                in[0] = u[lattice_index(offsets, g, nskel, x, y, s, 0, bnd)];
             ELEMENT_LOOP
             for (int ez = 0; ez < BZ; ez++) {
 #pragma unroll
-                for (int i = 1; i < N; i++) in[i] = u[lattice_index(offsets, g, nskel, x, y, z0 + ez * (N - 1) + i, bnd)];
+                for (int i = 1; i < N; i++) in[i] = u[lattice_index(offsets, g, nskel, x, y, s, ez * (N - 1) + i, bnd)];
                 CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
                 for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
@@ -278,7 +281,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 out[0] += carry;
 #pragma unroll
                 for (int k = 0; k < N - 1; k++) {
-                    const u32 idx = lattice_index(offsets, g, nskel, x, y, z0 + ez * (N - 1) + k, bnd);
+                    const u32 idx = lattice_index(offsets, g, nskel, x, y, s, ez * (N - 1) + k, bnd);
                     accumulate(v, idx, out[k], !bnd);
                 }
                 carry = out[N - 1];
@@ -289,7 +292,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 continue;
             }
 #endif
-            const u32 idx = lattice_index(offsets, g, nskel, x, y, NZC - 1, bnd);
+            const u32 idx = lattice_index(offsets, g, nskel, x, y, STEPS - 1, NZ - 1, bnd);
             accumulate(v, idx, carry, !bnd);
         }
 #if STEPS > 1
