@@ -826,6 +826,17 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v47)
+    # v32 (fourteenth session): the fill overlapped with the apply (programmatic dependent
+    # launch) against the fill before it, at the defaults: BP1 stored p = 3..8 (lattice at
+    # 3..6, v2 at 7, 8)
+    bench bp1 --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,overlapped
+    ;;
+  v48)
+    # v32: the same for BP3 and BP3.5 stored, and BP1 p = 7 on the fly
+    for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,overlapped; done
+    bench bp1 --backend cuda --order 7 --geo otf --skeleton-zeroing host,overlapped
+    ;;
   final13)
     # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
     # lattice kernel, brick-sorted box), the other BPs and the on-the-fly defaults as in

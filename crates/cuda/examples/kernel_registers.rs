@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -93,6 +93,8 @@ fn main() {
             SkeletonZeroing::LookaheadLate
         } else if has("pl") {
             SkeletonZeroing::Pipelined
+        } else if has("ov") {
+            SkeletonZeroing::Overlapped
         } else {
             SkeletonZeroing::Host
         };
@@ -134,6 +136,8 @@ fn main() {
             cfg.lattice_steps = flag(&args, "steps").unwrap_or(1);
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
+            } else if has("ov") {
+                cfg.skeleton_zeroing = SkeletonZeroing::Overlapped;
             }
         }
         let k = if args[2] == "f32" {

@@ -104,14 +104,17 @@
 #if ORD == 1 && STEPS > 1
 #error "owner zeroing (ORD 1) is for single-step lattice blocks"
 #endif
+// ORD 4 (v32): the fill before the launch, this kernel launched early after it by
+// programmatic dependent launch; every thread waits for the fill (griddepcontrol.wait)
+// before its scatter, and only there.
 #if ORD == 1
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
                    const u32* FF_RESTRICT preds, const u32 epoch
 #define NO_PRED 0xffffffffu
-#elif ORD == 0
+#elif ORD == 0 || ORD == 4
 #define ORD_PARAMS
 #else
-#error "the lattice kernel zeroes in the kernel by owner (ORD 1) or not at all"
+#error "the lattice kernel zeroes in the kernel by owner (ORD 1), waits for an overlapped fill (ORD 4), or neither"
 #endif
 
 // lattice coordinates 1 .. n - 2 (the interior ones) below c
@@ -259,6 +262,9 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // the other owners' zeros visible before any thread's scatter (acquire, then the barrier)
         if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);
         for (u32 t = pbeg + tid + THREADS; t < pend; t += THREADS) wait_flag(flags, preds[t], epoch);
+#elif ORD == 4
+        // the fill's zeros complete and visible (at once after the first step)
+        if (s == 0) pdl_wait();
 #endif
         __syncthreads();
 

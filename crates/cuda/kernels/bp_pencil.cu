@@ -236,6 +236,8 @@ __device__ __forceinline__ float ld_cs(const float* p) {
                    const u32* FF_RESTRICT preds, const u32 epoch, const u32 ahead
 #elif ORD == 3
 #define ORD_PARAMS , const u32 gbase, const u32 zbeg, const u32 zend
+#elif ORD == 4
+#define ORD_PARAMS
 #elif ORD
 #define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
                    const u32* FF_RESTRICT preds, const u32 epoch
@@ -275,10 +277,11 @@ __device__ __forceinline__ u32 ld_relaxed_u32(const u32* p) {
             if (preds[t] >= ahead) wait_flag(flags, preds[t], epoch);                     \
     } while (0)
 #define ORD_PUBLISH() do { } while (0)
-#elif ORD == 3
+#elif ORD == 3 || ORD == 4
 #define ORD_MID() do { } while (0)
 #define ORD_PUBLISH() do { } while (0)
-// the previous chunk (which zeroed this chunk's skeleton) complete and visible
+// the previous chunk (which zeroed this chunk's skeleton; ORD 4, v32: the fill before the
+// launch) complete and visible
 #define ORD_WAIT() pdl_wait()
 #elif ORD
 #define ORD_MID() do { } while (0)

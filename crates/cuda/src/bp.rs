@@ -106,6 +106,11 @@ pub enum SkeletonZeroing {
     /// programmatic dependent launch, waits for it only before its scatter. The zeros
     /// meet the atomics in L2 without flags between blocks.
     Pipelined,
+    /// v32: the fill before the launch, and the apply started early by programmatic
+    /// dependent launch (sm_90): its blocks gather and contract while the fill runs and
+    /// wait for it only before their scatter (lattice and non-persistent interior-last v2
+    /// kernels).
+    Overlapped,
 }
 
 impl SkeletonZeroing {
@@ -115,12 +120,13 @@ impl SkeletonZeroing {
             SkeletonZeroing::Owner => 1,
             SkeletonZeroing::Lookahead | SkeletonZeroing::LookaheadLate => 2,
             SkeletonZeroing::Pipelined => 3,
+            SkeletonZeroing::Overlapped => 4,
         }
     }
 
     /// Whether the kernel's blocks zero (part of) the skeleton.
     pub fn in_kernel(self) -> bool {
-        self.code() != 0
+        matches!(self.code(), 1..=3)
     }
 
     /// The tag in kernel names: only where the kernel differs (the two fills before the
@@ -142,6 +148,7 @@ impl SkeletonZeroing {
             SkeletonZeroing::Lookahead => "la",
             SkeletonZeroing::LookaheadLate => "lal",
             SkeletonZeroing::Pipelined => "pl",
+            SkeletonZeroing::Overlapped => "ov",
         }
     }
 }
@@ -1236,7 +1243,15 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "zeroing the skeleton in the kernel needs the non-persistent v2 kernel on an interior-last space (or, by owner brick only, the lattice kernel)".into(),
         ));
     }
-    if cfg.skeleton_zeroing.code() >= 2 && cfg.groups_in_sequence != 1 {
+    if cfg.skeleton_zeroing == SkeletonZeroing::Overlapped
+        && !(cfg.variant == Variant::Lattice
+            || cfg.variant == Variant::Pencil && !cfg.persistent && cfg.interior_last)
+    {
+        return Err(GpuError::Unsupported(
+            "the overlapped fill (v32) exists for the lattice kernel and the non-persistent v2 kernel on an interior-last space".into(),
+        ));
+    }
+    if matches!(cfg.skeleton_zeroing.code(), 2 | 3) && cfg.groups_in_sequence != 1 {
         return Err(GpuError::Unsupported(
             "lookahead and pipelined skeleton zeroing run one element group per block".into(),
         ));
@@ -1319,10 +1334,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 cfg.skeleton_zeroing,
                 SkeletonZeroing::Host | SkeletonZeroing::Memset
             ) || cfg.variant == Variant::Lattice
-                && cfg.skeleton_zeroing == SkeletonZeroing::Owner)
+                && matches!(
+                    cfg.skeleton_zeroing,
+                    SkeletonZeroing::Owner | SkeletonZeroing::Overlapped
+                ))
         {
             return Err(GpuError::Unsupported(
-                "bricks exist for the non-persistent v2 kernel (v19) and the lattice kernel (v26), one brick per block, with the fill before the launch (the lattice kernel also with owner zeroing), on a space numbered per brick (not interior-last)".into(),
+                "bricks exist for the non-persistent v2 kernel (v19) and the lattice kernel (v26), one brick per block, with the fill before the launch (the lattice kernel also with owner zeroing or the overlapped fill), on a space numbered per brick (not interior-last)".into(),
             ));
         }
         // (a lattice brick walked in steps may be longer along z: one step is in a block)
@@ -1834,6 +1852,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                         SkeletonZeroing::Lookahead,
                         SkeletonZeroing::LookaheadLate,
                         SkeletonZeroing::Pipelined,
+                        SkeletonZeroing::Overlapped,
                     ] {
                         for chunk in [1, 4] {
                             if zeroing.code() >= 2 && chunk > 1 {
@@ -1919,16 +1938,19 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 f32,
             ));
         }
-        // and zeroed in the kernel by the owner brick (v30), in both precisions
-        for f32 in [false, true] {
-            v.push((
-                BpConfig {
-                    skeleton_zeroing: SkeletonZeroing::Owner,
-                    ..t
-                },
-                p,
-                f32,
-            ));
+        // and zeroed in the kernel by the owner brick (v30), or after an overlapped fill
+        // (v32), in both precisions
+        for zeroing in [SkeletonZeroing::Owner, SkeletonZeroing::Overlapped] {
+            for f32 in [false, true] {
+                v.push((
+                    BpConfig {
+                        skeleton_zeroing: zeroing,
+                        ..t
+                    },
+                    p,
+                    f32,
+                ));
+            }
         }
         // and with the element loops the other way (v29), uncapped
         v.push((
@@ -1963,6 +1985,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     BpConfig {
                         rolled_element_loops: !c.rolled_element_loops,
                         min_blocks: None,
+                        ..c
+                    },
+                    p,
+                    false,
+                ));
+                v.push((
+                    BpConfig {
+                        skeleton_zeroing: SkeletonZeroing::Overlapped,
                         ..c
                     },
                     p,
@@ -2126,6 +2156,7 @@ impl<T: GpuReal> GpuBp<T> {
                     | SkeletonZeroing::Lookahead
                     | SkeletonZeroing::LookaheadLate
                     | SkeletonZeroing::Pipelined
+                    | SkeletonZeroing::Overlapped
             ) {
             Some(dev.function(&spec, "bp_zero_skeleton")?)
         } else {
@@ -2324,6 +2355,12 @@ impl<T: GpuReal> GpuBp<T> {
             self.launch_pipeline(pl, cfg, u, v)?;
             return self.dirichlet_identity(u, v);
         }
+        if self.cfg.skeleton_zeroing == SkeletonZeroing::Overlapped
+            && self.dev.compute_capability().0 >= 9
+        {
+            self.launch_overlapped(cfg, u, v)?;
+            return self.dirichlet_identity(u, v);
+        }
         let mut b = stream.launch_builder(&self.func);
         let nskel = self.nskel as u32;
         b.arg(&nelem)
@@ -2357,6 +2394,75 @@ impl<T: GpuReal> GpuBp<T> {
             source: e,
         })?;
         self.dirichlet_identity(u, v)
+    }
+
+    /// The launch of [`SkeletonZeroing::Overlapped`] (sm_90): programmatic dependent launch
+    /// after the skeleton fill, which lets its blocks start as soon as the fill's have (the
+    /// fill triggers at its start). The fill itself was stream-ordered, so it began only
+    /// once all earlier work was complete and the input is final; the kernel waits for the
+    /// fill's zeros only before its scatter.
+    fn launch_overlapped(
+        &self,
+        cfg: LaunchConfig,
+        u: &DeviceVec<T>,
+        v: &mut DeviceVec<T>,
+    ) -> Result<(), GpuError> {
+        use cudarc::driver::sys;
+        use cudarc::driver::{DevicePtr, DevicePtrMut};
+        let stream = self.dev.stream();
+        self.dev
+            .context()
+            .bind_to_thread()
+            .map_err(|e| GpuError::driver("binding the context", e))?;
+        let (nelem, nskel) = (self.nelem as u32, self.nskel as u32);
+        let (offsets, _s0) = self.offsets.slice().device_ptr(stream);
+        let (geo, _s1) = self.geo.slice().device_ptr(stream);
+        let (mats, _s2) = self.mats.slice().device_ptr(stream);
+        let (up, _s3) = u.slice().device_ptr(stream);
+        let (vp, _s4) = v.slice_mut().device_ptr_mut(stream);
+        let alpha = self.alpha;
+        let mut args: [*mut std::ffi::c_void; 8] = [
+            &nelem as *const u32 as *mut _,
+            &nskel as *const u32 as *mut _,
+            &offsets as *const sys::CUdeviceptr as *mut _,
+            &geo as *const sys::CUdeviceptr as *mut _,
+            &mats as *const sys::CUdeviceptr as *mut _,
+            &up as *const sys::CUdeviceptr as *mut _,
+            &vp as *const sys::CUdeviceptr as *mut _,
+            &alpha as *const T as *mut _,
+        ];
+        // SAFETY: an all-zero launch attribute is valid; the id and value set below.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: the arguments match bp_apply's signature under ORD 4 (no skeleton
+        // parameters; the device pointers and values outlive the call, which copies them);
+        // the grid covers the buffers sized by `new`.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                self.func.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
+        .map_err(|e| GpuError::Launch {
+            kernel: self.spec.name.clone(),
+            source: e,
+        })
     }
 
     /// The launches of [`SkeletonZeroing::Pipelined`], each with programmatic dependent

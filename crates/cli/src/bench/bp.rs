@@ -106,6 +106,9 @@ pub enum ZeroingArg {
     /// Launches in chunks, each zeroing the next one's skeleton, overlapped by
     /// programmatic dependent launch (v16).
     Pipelined,
+    /// The fill before the launch, the apply started early by programmatic dependent
+    /// launch and waiting for the fill only before its scatter (v32).
+    Overlapped,
 }
 
 /// How the v2 kernels read stored geometry.
@@ -969,6 +972,7 @@ mod gpu {
             ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
             ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
             ZeroingArg::Pipelined => SkeletonZeroing::Pipelined,
+            ZeroingArg::Overlapped => SkeletonZeroing::Overlapped,
         });
         if let Some(z) = zeroing {
             cfg.skeleton_zeroing = z;
