@@ -836,6 +836,8 @@ case "$MODE" in
     # v32: the same for BP3 and BP3.5 stored, and BP1 p = 7 on the fly
     for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored --skeleton-zeroing host,overlapped; done
     bench bp1 --backend cuda --order 7 --geo otf --skeleton-zeroing host,overlapped
+    # and BP1 stored again at three orders (v47's second sample)
+    bench bp1 --backend cuda --order 3,6,7 --geo stored --skeleton-zeroing host,overlapped
     ;;
   final13)
     # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
