@@ -839,6 +839,15 @@ case "$MODE" in
     # and BP1 stored again at three orders (v47's second sample)
     bench bp1 --backend cuda --order 3,6,7 --geo stored --skeleton-zeroing host,overlapped
     ;;
+  final14)
+    # the fourteenth session's final BP1 defaults (v32's overlapped fill at p = 3, 5..8)
+    # as one run, the full-BP solves on them, BP1 on the fly at p = 7, and the README's GPU
+    # solves; BP3 and BP3.5 kernels are v48's (unchanged since)
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    bench bp1 --backend cuda --order 7 --geo otf
+    bench bp1 --backend cuda --order 3,7 --geo stored --solve 1e-8
+    solve_pcg "--box hex:24x24x24 --order 7" "--box hex:24x24x24 --order 5"
+    ;;
   final13)
     # the thirteenth session's final defaults as one run (BP1 stored at p = 3..6 on the
     # lattice kernel, brick-sorted box), the other BPs and the on-the-fly defaults as in
