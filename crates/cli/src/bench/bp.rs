@@ -492,6 +492,28 @@ fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, Cl
     })
 }
 
+/// The operator of a benchmark's full-BP solve (`--solve`): the benchmarked kernel with
+/// the screened kind, or, where that kernel is a mass kernel only (the lattice kernel, the
+/// register columns), the screened kind's own tuned kernel on the benchmark's usual
+/// numbering (interior-last if `interior_last`); the flag says which (`true`: its own
+/// kernel, to run on that numbering).
+#[cfg(feature = "cuda")]
+fn solve_config(
+    cfg: ferrofem_cuda::bp::BpConfig,
+    skind: TensorKind,
+    p: usize,
+    interior_last: bool,
+) -> (ferrofem_cuda::bp::BpConfig, bool) {
+    use ferrofem_cuda::bp::{BpConfig, Variant};
+    if cfg.variant == Variant::Lattice || cfg.register_columns {
+        let mut s = BpConfig::tuned(skind, cfg.geo, p);
+        s.interior_last = interior_last;
+        (s, true)
+    } else {
+        (BpConfig { kind: skind, ..cfg }, false)
+    }
+}
+
 /// Runs `ferrofem bench bp*`.
 pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     let orders = parse_orders(&a.order)?;
@@ -1137,17 +1159,13 @@ mod gpu {
             };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
-            let mut scfg = cfg;
-            scfg.kind = skind;
-            // the lattice kernel is BP1's: the screened diffusion of the solve runs its own
-            // tuned kernel on the same mesh in the benchmark's usual numbering
-            let space = if cfg.variant == ferrofem_cuda::bp::Variant::Lattice {
-                scfg = BpConfig::tuned(skind, cfg.geo, prob.space.order());
-                scfg.interior_last = prob.space.skeleton_nodes().is_some();
-                &prob.space
-            } else {
-                space
-            };
+            let (scfg, own_kernel) = solve_config(
+                cfg,
+                skind,
+                prob.space.order(),
+                prob.space.skeleton_nodes().is_some(),
+            );
+            let space = if own_kernel { &prob.space } else { space };
             let sop = GpuBp::<T>::new(dev, &prob.mesh, space, scfg).map_err(ge)?;
             // Jacobi diagonal computed matrix-free on the device, inverted there
             let diag = sop.diagonal().map_err(ge)?;
@@ -1190,6 +1208,29 @@ mod tests {
 
     fn args(extra: &[&str]) -> BpArgs {
         Cli::parse_from(std::iter::once("bench").chain(extra.iter().copied())).a
+    }
+
+    /// A BP1 solve (`--solve`) gets a kernel that takes the screened kind at every order,
+    /// from the tuned BP1 defaults (the lattice at p = 3..6, register columns elsewhere):
+    /// the specialisation is accepted without a device.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn bp1_solves_get_a_screened_kernel_at_every_order() {
+        use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoMode};
+        let skind = screened(TensorKind::Mass, 1.0);
+        for p in 1..=8 {
+            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+                let mut defaults = vec![BpConfig::tuned(TensorKind::Mass, geo, p)];
+                defaults.extend(BpConfig::tuned_on_bricks(TensorKind::Mass, geo, p));
+                for cfg in defaults {
+                    let (s, _) = solve_config(cfg, skind, p, true);
+                    assert_eq!(s.kind, skind);
+                    if let Err(e) = bp_kernel::<f64>(s, p) {
+                        panic!("p={p} {geo:?} {:?}: {e}", cfg.variant);
+                    }
+                }
+            }
+        }
     }
 
     /// The bench's defaults sort the box into bricks exactly where the tuned BP1 kernel on
