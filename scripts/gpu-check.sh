@@ -839,6 +839,12 @@ case "$MODE" in
     # and BP1 stored again at three orders (v47's second sample)
     bench bp1 --backend cuda --order 3,6,7 --geo stored --skeleton-zeroing host,overlapped
     ;;
+  review14)
+    # the review's check after the launch paths were merged (overlapped and pipelined
+    # through one function): the defaults (overlapped) and the pipelined zeroing, BP1
+    bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing overlapped,pipelined,host
+    bench bp1 --backend cuda --order 7 --geo stored --solve 1e-8
+    ;;
   final14)
     # the fourteenth session's final BP1 defaults (v32's overlapped fill at p = 3, 5..8)
     # as one run, the full-BP solves on them, BP1 on the fly at p = 7, and the README's GPU

@@ -604,6 +604,17 @@ pub fn brick_layout(shape: [usize; 3], p: usize) -> ferrofem_space::BrickLayout 
     }
 }
 
+/// One launch of `bp_apply` through [`GpuBp::launch_applies`].
+struct ApplyLaunch {
+    /// Blocks in the launch.
+    grid: u32,
+    /// The pipelined kernel's (ORD 3) first group and the skeleton range it zeroes for the
+    /// next launch (`gbase, zbeg, zend`); `None` for a kernel without them.
+    chunk: Option<[u32; 3]>,
+    /// Programmatic dependent launch after the previous launch in the stream (sm_90).
+    pdl: bool,
+}
+
 /// The launches of [`SkeletonZeroing::Pipelined`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pipeline {
@@ -2420,62 +2431,12 @@ impl<T: GpuReal> GpuBp<T> {
         u: &DeviceVec<T>,
         v: &mut DeviceVec<T>,
     ) -> Result<(), GpuError> {
-        use cudarc::driver::sys;
-        use cudarc::driver::{DevicePtr, DevicePtrMut};
-        let stream = self.dev.stream();
-        self.dev
-            .context()
-            .bind_to_thread()
-            .map_err(|e| GpuError::driver("binding the context", e))?;
-        let (nelem, nskel) = (self.nelem as u32, self.nskel as u32);
-        let (offsets, _s0) = self.offsets.slice().device_ptr(stream);
-        let (geo, _s1) = self.geo.slice().device_ptr(stream);
-        let (mats, _s2) = self.mats.slice().device_ptr(stream);
-        let (up, _s3) = u.slice().device_ptr(stream);
-        let (vp, _s4) = v.slice_mut().device_ptr_mut(stream);
-        let alpha = self.alpha;
-        let mut args: [*mut std::ffi::c_void; 8] = [
-            &nelem as *const u32 as *mut _,
-            &nskel as *const u32 as *mut _,
-            &offsets as *const sys::CUdeviceptr as *mut _,
-            &geo as *const sys::CUdeviceptr as *mut _,
-            &mats as *const sys::CUdeviceptr as *mut _,
-            &up as *const sys::CUdeviceptr as *mut _,
-            &vp as *const sys::CUdeviceptr as *mut _,
-            &alpha as *const T as *mut _,
-        ];
-        // SAFETY: an all-zero launch attribute is valid; the id and value set below.
-        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
-        let config = sys::CUlaunchConfig {
-            gridDimX: cfg.grid_dim.0,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: cfg.block_dim.0,
-            blockDimY: cfg.block_dim.1,
-            blockDimZ: cfg.block_dim.2,
-            sharedMemBytes: cfg.shared_mem_bytes,
-            hStream: stream.cu_stream(),
-            attrs: &mut attr,
-            numAttrs: 1,
+        let one = ApplyLaunch {
+            grid: cfg.grid_dim.0,
+            chunk: None,
+            pdl: true,
         };
-        // SAFETY: the arguments match bp_apply's signature under ORD 4 (no skeleton
-        // parameters; the device pointers and values outlive the call, which copies them);
-        // the grid covers the buffers sized by `new`.
-        unsafe {
-            sys::cuLaunchKernelEx(
-                &config,
-                self.func.cu_function(),
-                args.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .map_err(|e| GpuError::Launch {
-            kernel: self.spec.name.clone(),
-            source: e,
-        })
+        self.launch_applies(cfg, u, v, &[one])
     }
 
     /// The launches of [`SkeletonZeroing::Pipelined`], each with programmatic dependent
@@ -2490,6 +2451,31 @@ impl<T: GpuReal> GpuBp<T> {
         u: &DeviceVec<T>,
         v: &mut DeviceVec<T>,
     ) -> Result<(), GpuError> {
+        let prefilled = pl.prefill > 0 && self.zero_fill.is_some();
+        let launches: Vec<ApplyLaunch> = pl
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(k, ch)| ApplyLaunch {
+                grid: ch.groups,
+                chunk: Some([ch.gbase, ch.zbeg, ch.zend]),
+                pdl: k > 0 || prefilled,
+            })
+            .collect();
+        self.launch_applies(cfg, u, v, &launches)
+    }
+
+    /// `bp_apply` launched in order on the operator's stream through `cuLaunchKernelEx`,
+    /// for the launch attribute that cudarc's launch builder does not set: programmatic
+    /// dependent launch (sm_90 only; elsewhere the launches are stream-ordered and the
+    /// kernels' waits no-ops).
+    fn launch_applies(
+        &self,
+        cfg: LaunchConfig,
+        u: &DeviceVec<T>,
+        v: &mut DeviceVec<T>,
+        launches: &[ApplyLaunch],
+    ) -> Result<(), GpuError> {
         use cudarc::driver::sys;
         use cudarc::driver::{DevicePtr, DevicePtrMut};
         let stream = self.dev.stream();
@@ -2497,7 +2483,7 @@ impl<T: GpuReal> GpuBp<T> {
             .context()
             .bind_to_thread()
             .map_err(|e| GpuError::driver("binding the context", e))?;
-        let pdl = self.dev.compute_capability().0 >= 9;
+        let sm90 = self.dev.compute_capability().0 >= 9;
         let (nelem, nskel) = (self.nelem as u32, self.nskel as u32);
         let (offsets, _s0) = self.offsets.slice().device_ptr(stream);
         let (geo, _s1) = self.geo.slice().device_ptr(stream);
@@ -2505,9 +2491,8 @@ impl<T: GpuReal> GpuBp<T> {
         let (up, _s3) = u.slice().device_ptr(stream);
         let (vp, _s4) = v.slice_mut().device_ptr_mut(stream);
         let alpha = self.alpha;
-        for (k, ch) in pl.chunks.iter().enumerate() {
-            let (gbase, zbeg, zend) = (ch.gbase, ch.zbeg, ch.zend);
-            let mut args: [*mut std::ffi::c_void; 11] = [
+        for l in launches {
+            let mut args: Vec<*mut std::ffi::c_void> = vec![
                 &nelem as *const u32 as *mut _,
                 &nskel as *const u32 as *mut _,
                 &offsets as *const sys::CUdeviceptr as *mut _,
@@ -2516,19 +2501,18 @@ impl<T: GpuReal> GpuBp<T> {
                 &up as *const sys::CUdeviceptr as *mut _,
                 &vp as *const sys::CUdeviceptr as *mut _,
                 &alpha as *const T as *mut _,
-                &gbase as *const u32 as *mut _,
-                &zbeg as *const u32 as *mut _,
-                &zend as *const u32 as *mut _,
             ];
+            if let Some(c) = &l.chunk {
+                args.extend(c.iter().map(|x| x as *const u32 as *mut std::ffi::c_void));
+            }
             // SAFETY: an all-zero launch attribute is valid; the id and value set below.
             let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
             attr.id =
                 sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attr.value.programmaticStreamSerializationAllowed = 1;
-            let prefilled = pl.prefill > 0 && self.zero_fill.is_some();
-            let with_pdl = pdl && (k > 0 || prefilled);
+            let pdl = sm90 && l.pdl;
             let config = sys::CUlaunchConfig {
-                gridDimX: ch.groups,
+                gridDimX: l.grid,
                 gridDimY: 1,
                 gridDimZ: 1,
                 blockDimX: cfg.block_dim.0,
@@ -2536,16 +2520,14 @@ impl<T: GpuReal> GpuBp<T> {
                 blockDimZ: cfg.block_dim.2,
                 sharedMemBytes: cfg.shared_mem_bytes,
                 hStream: stream.cu_stream(),
-                attrs: if with_pdl {
-                    &mut attr
-                } else {
-                    std::ptr::null_mut()
-                },
-                numAttrs: with_pdl as u32,
+                attrs: if pdl { &mut attr } else { std::ptr::null_mut() },
+                numAttrs: pdl as u32,
             };
-            // SAFETY: the arguments match bp_apply's signature under ORD 3 (the device
-            // pointers and values outlive the call, which copies them); the launch covers
-            // groups gbase .. gbase + groups of the buffers sized by `new`.
+            // SAFETY: the arguments match bp_apply's signature: ORD 3's chunk arguments
+            // where a launch has them (the pipelined kernel), none otherwise (ORD 4); the
+            // device pointers and values outlive the call, which copies them; each launch
+            // covers element groups of the buffers sized by `new` (the pipeline's chunks,
+            // or the whole grid).
             unsafe {
                 sys::cuLaunchKernelEx(
                     &config,
