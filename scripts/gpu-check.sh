@@ -842,7 +842,8 @@ case "$MODE" in
   review14)
     # the review's check after the launch paths were merged (overlapped and pipelined
     # through one function): the defaults (overlapped) and the pipelined zeroing, BP1
-    bench bp1 --backend cuda --order 3,7 --geo stored --skeleton-zeroing overlapped,pipelined,host
+    bench bp1 --backend cuda --order 3 --geo stored --skeleton-zeroing overlapped,host
+    bench bp1 --backend cuda --order 7 --geo stored --skeleton-zeroing overlapped,pipelined,host
     bench bp1 --backend cuda --order 7 --geo stored --solve 1e-8
     ;;
   final14)
