@@ -839,6 +839,26 @@ case "$MODE" in
     # and BP1 stored again at three orders (v47's second sample)
     bench bp1 --backend cuda --order 3,6,7 --geo stored --skeleton-zeroing host,overlapped
     ;;
+  v49)
+    # v33 (fifteenth session): the lattice brick's boundary offsets kept in shared memory
+    # (shared) and its sums staged and added in slot order (staged), against the offsets
+    # read again (global), at the defaults, BP1 stored p = 3..6, twice
+    for rep in 1 2; do
+      bench bp1 --backend cuda --order 3..6 --geo stored --lattice-boundary global,shared,staged
+    done
+    if command -v ncu >/dev/null; then
+      M="lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
+      for lb in global shared staged; do
+        f="$OUT/ncu23-bp1-p6-$lb"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
+            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 6 --lattice-boundary $lb --reps 1 --warmup 1 > "$f-metrics.txt" 2>&1
+        echo "== ncu23 bp1 p6 $lb"
+        grep -E "lts__|l1tex__|sm__|smsp__|gpu__|dram__|ERR" "$f-metrics.txt" | head -20
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   review14)
     # the review's check after the launch paths were merged (overlapped and pipelined
     # through one function): the defaults (overlapped) and the pipelined zeroing, BP1

@@ -2,11 +2,11 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
-use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoPrefetch, SkeletonZeroing};
+use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoPrefetch, LatticeBoundary, SkeletonZeroing};
 use ferrofem_cuda::compile::{compile_uncached, Target};
 use ferrofem_cuda::residual::{bench_qdegree, Output, ResidualCase, ResidualConfig, Strategy};
 use ferrofem_operator::tensor::TensorKind;
@@ -134,6 +134,12 @@ fn main() {
             cfg.rolled_element_loops = has("rolled");
             // v31: the brick walked in this many steps along z (lattice= is the column)
             cfg.lattice_steps = flag(&args, "steps").unwrap_or(1);
+            // v33: the boundary's offsets in shared memory (so), and staged (st)
+            if has("so") {
+                cfg.lattice_boundary = LatticeBoundary::SharedOffsets;
+            } else if has("st") {
+                cfg.lattice_boundary = LatticeBoundary::Staged;
+            }
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
             } else if has("ov") {

@@ -36,10 +36,16 @@
 // atomically. The weights are in each step's lattice order (lattice_geo_index with the
 // step's BX, BY, BZ: a column's cells come step after step).
 //
+// v33: LBND 1 keeps the boundary offsets phase 1 reads in shared memory (sOff, by slot) for
+// phase 5, which then reads no offsets from global memory; LBND 2 also stages the
+// boundary's sums in shared memory (the free sY, by slot) and adds them after one more
+// barrier in slot order, consecutive lanes on consecutive slots, so that a warp's atomics
+// fall in fewer sectors than the columns' lanes put them in.
+//
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -55,6 +61,15 @@
 #endif
 #ifndef MINB
 #define MINB 1
+#endif
+#ifndef LBND
+#define LBND 0
+#endif
+#if LBND < 0 || LBND > 2
+#error "LBND: 0 (offsets from global memory), 1 (kept in shared memory), 2 (and the boundary staged)"
+#endif
+#if LBND == 2 && STEPS > 1
+#error "the staged boundary (LBND 2) is for single-step lattice blocks"
 #endif
 #define NX (BX * (N - 1) + 1)
 #define NY (BY * (N - 1) + 1)
@@ -79,6 +94,9 @@
 #define SZ_SIZE (ZQ * PZ)
 #define SY_SIZE (ZQ * PY)
 #define NIB ((NX - 2) * (NY - 2) * (NZC - 2))
+#if LBND == 2 && NSKB > SY_SIZE
+#error "the staged boundary does not fit in sY"
+#endif
 // v29: the loops over a line's elements unrolled (ROLLED 0: the compiler may hoist every
 // element's loads, for more loads in flight and more registers) or kept as loops (ROLLED 1:
 // one element's values live at a time, so tighter register caps stay free of spills)
@@ -122,14 +140,13 @@ __device__ __forceinline__ int lattice_interior_below(int c, int n) {
     return c < 1 ? 0 : (c - 1 < n - 2 ? c - 1 : n - 2);
 }
 
-// The global index of lattice node (x, y, z0 + zl) of brick (column) g, z0 = s (NZ - 1)
-// the first plane of step s, and whether it lies on the brick's boundary: interior nodes
-// follow the boundary nodes, contiguous per brick; a boundary node's slot is its
-// lexicographic index less the interior positions before it. Only a step's first plane
-// in the first step and its last in the last lie on the column's z-boundary, which the
-// unrolled callers' constant zl settles at compile time (v31).
-__device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, u32 nskel, int x, int y, int s,
-                                             int zl, bool& boundary) {
+// Where lattice node (x, y, z0 + zl) of brick (column) g lies, z0 = s (NZ - 1) the first
+// plane of step s: on the brick's boundary, its slot (its lexicographic index less the
+// interior positions before it: what the offsets [g][slot] are indexed by), else its global
+// index (interior nodes follow the boundary nodes, contiguous per brick). Only a step's
+// first plane in the first step and its last in the last lie on the column's z-boundary,
+// which the unrolled callers' constant zl settles at compile time (v31).
+__device__ __forceinline__ u32 lattice_slot(u32 g, u32 nskel, int x, int y, int s, int zl, bool& boundary) {
     const int z = s * (NZ - 1) + zl;
     const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1;
     const bool zin = (zl > 0 || s > 0) && (zl < NZ - 1 || s < STEPS - 1);
@@ -137,8 +154,70 @@ __device__ __forceinline__ u32 lattice_index(const u32* FF_RESTRICT off, u32 g, 
     if (!boundary) return nskel + g * (u32)NIB + (u32)(((z - 1) * (NY - 2) + (y - 1)) * (NX - 2) + (x - 1));
     const int before = (zin ? z - 1 : lattice_interior_below(z, NZC)) * (NY - 2) * (NX - 2) +
                        (zin ? lattice_interior_below(y, NY) * (NX - 2) + (yin ? lattice_interior_below(x, NX) : 0) : 0);
-    return off[(size_t)g * NSKB + (u32)((z * NY + y) * NX + x - before)];
+    return (u32)((z * NY + y) * NX + x - before);
 }
+
+// The global index of the node for the gather (phase 1): a boundary node's through the
+// offsets, which LBND 1, 2 also keep in sOff by slot for the scatter.
+__device__ __forceinline__ u32 gather_index(const u32* FF_RESTRICT off, u32* sOff, u32 g, u32 nskel, int x, int y,
+                                            int s, int zl) {
+    bool bnd;
+    const u32 i = lattice_slot(g, nskel, x, y, s, zl, bnd);
+    if (!bnd) return i;
+    const u32 o = off[(size_t)g * NSKB + i];
+#if LBND
+    sOff[i] = o;
+#else
+    (void)sOff;
+#endif
+    return o;
+}
+
+// The scatter (phase 5) of node (x, y, s, zl)'s sum: stored (interior) or added atomically
+// (boundary, through the offsets in global memory or, LBND 1, in sOff); LBND 2 writes a
+// boundary node's sum into stage by slot, for the flush after phase 5.
+__device__ __forceinline__ void scatter(const u32* FF_RESTRICT off, const u32* sOff, real* stage, real* v, u32 g,
+                                        u32 nskel, int x, int y, int s, int zl, real val) {
+    bool bnd;
+    const u32 i = lattice_slot(g, nskel, x, y, s, zl, bnd);
+    if (!bnd) {
+        v[i] = val;
+        return;
+    }
+#if LBND == 2
+    (void)off;
+    (void)sOff;
+    stage[i] = val;
+#elif LBND == 1
+    (void)off;
+    (void)stage;
+    atomicAdd(v + sOff[i], val);
+#else
+    (void)sOff;
+    (void)stage;
+    atomicAdd(v + off[(size_t)g * NSKB + i], val);
+#endif
+}
+
+// Before the first atomic add into the skeleton: the other owners' zeros visible (ORD 1:
+// acquire, then a barrier), or the overlapped fill's (ORD 4, at once after the first step).
+// LBND 2 waits only before its flush, so the interior stores do not wait.
+#if ORD == 1
+#define SCATTER_WAIT()                                                                      \
+    do {                                                                                    \
+        if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);                             \
+        for (u32 t = pbeg + tid + THREADS; t < pend; t += THREADS) wait_flag(flags, preds[t], epoch); \
+    } while (0)
+#elif ORD == 4
+#define SCATTER_WAIT()      \
+    do {                    \
+        if (s == 0) pdl_wait(); \
+    } while (0)
+#else
+#define SCATTER_WAIT() \
+    do {               \
+    } while (0)
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
@@ -151,7 +230,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     // phase 1 read last (the next step's first), the partial sum phase 5 carries
     real* sCx = sY + SY_SIZE;
     real* sCy = sCx + NX * NY;
+    u32* sOff = (u32*)(sCy + NX * NY);
+#else
+    u32* sOff = (u32*)(sY + SY_SIZE);
 #endif
+    // LBND 2: the boundary's sums by slot, in sY (free after phase 4)
+    real* stage = sY;
     const u32 g = blockIdx.x;
     const int tid = threadIdx.x;
     if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
@@ -172,17 +256,16 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int t = tid; t < NX * NY; t += THREADS) {
             const int x = t % NX, y = t / NX;
             real in[N], out[Q];
-            bool bnd;
 #if STEPS > 1
             if (s > 0)
                 in[0] = sCx[t];
             else
 #endif
-                in[0] = u[lattice_index(offsets, g, nskel, x, y, s, 0, bnd)];
+                in[0] = u[gather_index(offsets, sOff, g, nskel, x, y, s, 0)];
             ELEMENT_LOOP
             for (int ez = 0; ez < BZ; ez++) {
 #pragma unroll
-                for (int i = 1; i < N; i++) in[i] = u[lattice_index(offsets, g, nskel, x, y, s, ez * (N - 1) + i, bnd)];
+                for (int i = 1; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, s, ez * (N - 1) + i)];
                 CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
                 for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
@@ -258,13 +341,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
             sZ[zq * PZ + (NY - 1) * LP + x] = carry;
         }
-#if ORD == 1
-        // the other owners' zeros visible before any thread's scatter (acquire, then the barrier)
-        if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);
-        for (u32 t = pbeg + tid + THREADS; t < pend; t += THREADS) wait_flag(flags, preds[t], epoch);
-#elif ORD == 4
-        // the fill's zeros complete and visible (at once after the first step)
-        if (s == 0) pdl_wait();
+#if LBND != 2
+        SCATTER_WAIT();
 #endif
         __syncthreads();
 
@@ -274,7 +352,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int t = tid; t < NX * NY; t += THREADS) {
             const int x = t % NX, y = t / NX;
             real carry = 0;
-            bool bnd;
 #if STEPS > 1
             if (s > 0) carry = sCy[t];
 #endif
@@ -286,10 +363,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 CONTRACT(cBt, 1, Q, N, in, out);
                 out[0] += carry;
 #pragma unroll
-                for (int k = 0; k < N - 1; k++) {
-                    const u32 idx = lattice_index(offsets, g, nskel, x, y, s, ez * (N - 1) + k, bnd);
-                    accumulate(v, idx, out[k], !bnd);
-                }
+                for (int k = 0; k < N - 1; k++) scatter(offsets, sOff, stage, v, g, nskel, x, y, s, ez * (N - 1) + k, out[k]);
                 carry = out[N - 1];
             }
 #if STEPS > 1
@@ -298,9 +372,14 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 continue;
             }
 #endif
-            const u32 idx = lattice_index(offsets, g, nskel, x, y, STEPS - 1, NZ - 1, bnd);
-            accumulate(v, idx, carry, !bnd);
+            scatter(offsets, sOff, stage, v, g, nskel, x, y, STEPS - 1, NZ - 1, carry);
         }
+#if LBND == 2
+        // the staged boundary, in slot order
+        SCATTER_WAIT();
+        __syncthreads();
+        for (int i = tid; i < NSKB; i += THREADS) atomicAdd(v + sOff[i], stage[i]);
+#endif
 #if STEPS > 1
         // the next step's phase 1 writes sZ, which this phase read
         if (s < STEPS - 1) __syncthreads();

@@ -153,6 +153,39 @@ impl SkeletonZeroing {
     }
 }
 
+/// Lattice kernel (v33): where the scatter takes the brick boundary's offsets from, and how
+/// it adds the boundary's sums.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LatticeBoundary {
+    /// The scatter reads the offsets from global memory again (as the gather did) and adds
+    /// each boundary node's sum atomically from the thread that owns its column.
+    #[default]
+    Global,
+    /// The gather keeps the offsets it reads in shared memory for the scatter: the
+    /// boundary's offsets cross L2 once per apply, not twice.
+    SharedOffsets,
+    /// As [`LatticeBoundary::SharedOffsets`], and the boundary's sums are staged in shared
+    /// memory and added in slot order after one more barrier, consecutive lanes on
+    /// consecutive slots, so that a warp's atomics fall in fewer L2 sectors (single-step
+    /// blocks only).
+    Staged,
+}
+
+impl LatticeBoundary {
+    fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// Short name (bench options, labels).
+    pub fn tag(self) -> &'static str {
+        match self {
+            LatticeBoundary::Global => "global",
+            LatticeBoundary::SharedOffsets => "shared",
+            LatticeBoundary::Staged => "staged",
+        }
+    }
+}
+
 /// Values each block of the skeleton fill (`bp_zero_skeleton`) zeroes: one contiguous chunk.
 const ZERO_CHUNK: u32 = 2048;
 
@@ -266,6 +299,8 @@ pub struct BpConfig {
     /// whole brick's (fewer boundary nodes per element), the registers and shared memory
     /// one step's. 1: the brick in one step.
     pub lattice_steps: usize,
+    /// Lattice kernel (v33): the brick boundary's offsets and sums in the scatter.
+    pub lattice_boundary: LatticeBoundary,
 }
 
 impl BpConfig {
@@ -552,6 +587,7 @@ impl BpConfig {
             slot_arithmetic: true,
             rolled_element_loops: false,
             lattice_steps: 1,
+            lattice_boundary: LatticeBoundary::Global,
         }
     }
 
@@ -1333,6 +1369,15 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.lattice_steps, cfg.bricks
         )));
     }
+    if cfg.lattice_boundary != LatticeBoundary::Global
+        && (cfg.variant != Variant::Lattice
+            || cfg.lattice_boundary == LatticeBoundary::Staged && cfg.lattice_steps > 1)
+    {
+        return Err(GpuError::Unsupported(format!(
+            "the lattice boundary {:?} (v33) exists for the lattice kernel only, staged for single-step blocks",
+            cfg.lattice_boundary
+        )));
+    }
     if cfg.rolled_element_loops && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(
             "rolled element loops (v29) exist for the lattice kernel only".into(),
@@ -1428,9 +1473,22 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 0
             };
+            // v33: the boundary's offsets by slot after them; the staged sums reuse sY
+            let nskb = brick_layout(b, p).skeleton_positions().len();
+            let offsets = if cfg.lattice_boundary == LatticeBoundary::Global {
+                0
+            } else {
+                (4 * nskb).next_multiple_of(16)
+            };
+            if cfg.lattice_boundary == LatticeBoundary::Staged && nskb > step[2] * q * l.pitches[1]
+            {
+                return Err(GpuError::Unsupported(format!(
+                    "the staged boundary of a {b:?} brick ({nskb} slots) does not fit in its lattice's second array"
+                )));
+            }
             (
                 b.iter().product(),
-                l.bytes + carries,
+                l.bytes + carries + offsets,
                 [l.threads as u32, 1, 1],
             )
         }
@@ -1537,6 +1595,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 String::new()
             }
+            + match cfg.lattice_boundary {
+                LatticeBoundary::Global => "",
+                LatticeBoundary::SharedOffsets => "_so",
+                LatticeBoundary::Staged => "_st",
+            }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1617,6 +1680,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("BY", b[1])
             .define("BZ", b[2] / cfg.lattice_steps.max(1))
             .define("STEPS", cfg.lattice_steps.max(1))
+            .define("LBND", cfg.lattice_boundary.code())
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
@@ -1678,6 +1742,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         slot_arithmetic: true,
         rolled_element_loops: false,
         lattice_steps: 1,
+        lattice_boundary: LatticeBoundary::Global,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2022,8 +2087,56 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     p,
                     false,
                 ));
+                // v33: a column with the offsets kept in shared memory
+                v.push((
+                    BpConfig {
+                        lattice_boundary: LatticeBoundary::SharedOffsets,
+                        ..c
+                    },
+                    p,
+                    false,
+                ));
             }
         }
+        // v33: the boundary's offsets in shared memory, and staged, in both precisions;
+        // staged with each zeroing, and rolled the other way
+        for boundary in [LatticeBoundary::SharedOffsets, LatticeBoundary::Staged] {
+            for f32 in [false, true] {
+                v.push((
+                    BpConfig {
+                        lattice_boundary: boundary,
+                        ..t
+                    },
+                    p,
+                    f32,
+                ));
+            }
+        }
+        for zeroing in [
+            SkeletonZeroing::Host,
+            SkeletonZeroing::Owner,
+            SkeletonZeroing::Overlapped,
+        ] {
+            v.push((
+                BpConfig {
+                    lattice_boundary: LatticeBoundary::Staged,
+                    skeleton_zeroing: zeroing,
+                    ..t
+                },
+                p,
+                false,
+            ));
+        }
+        v.push((
+            BpConfig {
+                lattice_boundary: LatticeBoundary::Staged,
+                rolled_element_loops: !t.rolled_element_loops,
+                min_blocks: None,
+                ..t
+            },
+            p,
+            false,
+        ));
     }
     for c in lattice {
         if !v.contains(&c) {
@@ -2752,6 +2865,68 @@ mod tests {
                 bp_kernel::<f64>(v2, p),
                 Err(GpuError::Unsupported(_))
             ));
+        }
+    }
+
+    #[test]
+    fn lattice_boundary_in_shared_memory_adds_the_offsets_and_refuses_what_it_cannot_stage() {
+        let get = |spec: &KernelSpec, key: &str| {
+            spec.defines
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        for p in 1..=8 {
+            for shape in lattice_shapes(p) {
+                let g = BpConfig::lattice(shape);
+                let kg = bp_kernel::<f64>(g, p).unwrap();
+                assert_eq!(get(&kg.spec, "LBND"), Some("0".into()));
+                let nskb = brick_layout(shape, p).skeleton_positions().len();
+                for (b, code, tag) in [
+                    (LatticeBoundary::SharedOffsets, "1", "_so"),
+                    (LatticeBoundary::Staged, "2", "_st"),
+                ] {
+                    let c = BpConfig {
+                        lattice_boundary: b,
+                        ..g
+                    };
+                    let k = bp_kernel::<f64>(c, p).unwrap();
+                    assert_eq!(get(&k.spec, "LBND"), Some(code.into()));
+                    // the offsets by slot, 16-byte aligned, after the lattice arrays
+                    assert_eq!(k.dyn_smem, kg.dyn_smem + (4 * nskb).next_multiple_of(16));
+                    assert!(k.spec.name.contains(tag), "{}", k.spec.name);
+                    assert_eq!(get(&k.spec, "THREADS"), get(&kg.spec, "THREADS"));
+                }
+            }
+            // staged with columns, and either on the one-element kernels: refused
+            let (column, steps) = lattice_columns(p)[0];
+            let col = BpConfig {
+                bricks: Some(column),
+                lattice_steps: steps,
+                ..BpConfig::lattice(lattice_shapes(p)[0])
+            };
+            assert!(bp_kernel::<f64>(
+                BpConfig {
+                    lattice_boundary: LatticeBoundary::SharedOffsets,
+                    ..col
+                },
+                p
+            )
+            .is_ok());
+            let mut v2 = BpConfig::tuned(TensorKind::Mass, GeoMode::Stored, p);
+            v2.lattice_boundary = LatticeBoundary::SharedOffsets;
+            for bad in [
+                BpConfig {
+                    lattice_boundary: LatticeBoundary::Staged,
+                    ..col
+                },
+                v2,
+            ] {
+                assert!(
+                    matches!(bp_kernel::<f64>(bad, p), Err(GpuError::Unsupported(_))),
+                    "p={p} {bad:?}"
+                );
+            }
         }
     }
 

@@ -111,6 +111,18 @@ pub enum ZeroingArg {
     Overlapped,
 }
 
+/// Lattice kernel (v33): the brick boundary's offsets and sums in the scatter
+/// (`ferrofem_cuda::bp::LatticeBoundary`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BoundaryArg {
+    /// Offsets read again from global memory, sums added from the columns' threads.
+    Global,
+    /// Offsets kept in shared memory from the gather.
+    Shared,
+    /// And the sums staged in shared memory, added in slot order.
+    Staged,
+}
+
 /// How the v2 kernels read stored geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GeoLoad {
@@ -192,6 +204,11 @@ pub struct BpArgs {
     /// one brick per block).
     #[arg(long, value_delimiter = ',')]
     lattice_steps: Vec<usize>,
+    /// Lattice kernel (v33): where the scatter takes the brick boundary's offsets from
+    /// (`global`, `shared`) and whether it stages the boundary's sums (`staged`);
+    /// comma-separated to measure several (default: the tuned choice).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    lattice_boundary: Vec<BoundaryArg>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
     /// in the sorted box, along the Morton curve of their coordinates (default) or
     /// lexicographic.
@@ -683,6 +700,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.bricks.clear();
         base.rolled.clear();
         base.lattice_steps.clear();
+        base.lattice_boundary.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -702,6 +720,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.bricks, |c, v| c.bricks = v);
     let all = split(all, &a.rolled, |c, v| c.rolled = v);
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
+    let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -907,7 +926,9 @@ fn screened(kind: TensorKind, alpha: f64) -> TensorKind {
 mod gpu {
     use super::*;
     use ferrofem_cuda::blas::GpuBlas;
-    use ferrofem_cuda::bp::{label_part, BpConfig, GeoMode, GeoPrefetch, GpuBp, SkeletonZeroing};
+    use ferrofem_cuda::bp::{
+        label_part, BpConfig, GeoMode, GeoPrefetch, GpuBp, LatticeBoundary, SkeletonZeroing,
+    };
     use ferrofem_cuda::krylov::GpuKrylov;
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
     use std::sync::Arc;
@@ -965,6 +986,7 @@ mod gpu {
             slot_arithmetic: true,
             rolled_element_loops: false,
             lattice_steps: 1,
+            lattice_boundary: LatticeBoundary::Global,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1069,6 +1091,15 @@ mod gpu {
         if let Some(&r) = a.rolled.first() {
             cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
         }
+        if let (Some(&b), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.lattice_boundary.first(), cfg.variant)
+        {
+            cfg.lattice_boundary = match b {
+                BoundaryArg::Global => LatticeBoundary::Global,
+                BoundaryArg::Shared => LatticeBoundary::SharedOffsets,
+                BoundaryArg::Staged => LatticeBoundary::Staged,
+            };
+        }
         let mut bricks = bricks;
         if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
             (a.lattice_steps.first(), cfg.variant)
@@ -1156,6 +1187,11 @@ mod gpu {
                 format!("+s{}", cfg.lattice_steps)
             } else {
                 String::new()
+            }
+            + match cfg.lattice_boundary {
+                LatticeBoundary::Global => "",
+                LatticeBoundary::SharedOffsets => "+so",
+                LatticeBoundary::Staged => "+st",
             };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
