@@ -859,6 +859,23 @@ case "$MODE" in
       echo "ncu not found"
     fi
     ;;
+  v50)
+    # v33: the lattice kernel's shapes, caps and loop forms again with the boundary's
+    # offsets in shared memory (and staged), overlapped fill; BP1 stored p = 3..8
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped"
+    $L --order 3 --bricks 4x4x2 --min-blocks 0,3,4,5 --lattice-boundary shared
+    $L --order 4 --bricks 4x4x2 --min-blocks 0,3 --lattice-boundary shared,staged
+    $L --order 4 --bricks 2x2x2 --min-blocks 0,6,8 --lattice-boundary shared,staged
+    $L --order 4 --bricks 2x2x1 --min-blocks 0,12 --lattice-boundary shared,staged
+    $L --order 4 --bricks 4x2x2 --min-blocks 0,4 --lattice-boundary shared
+    $L --order 5 --bricks 2x2x1 --rolled true,false --min-blocks 0,6,8 --lattice-boundary shared,staged
+    $L --order 5 --bricks 2x2x2 --min-blocks 0,4 --lattice-boundary shared
+    $L --order 6 --bricks 2x2x1 --rolled false,true --min-blocks 0,5,6,7 --lattice-boundary shared
+    $L --order 6 --bricks 2x2x2 --min-blocks 0,3 --lattice-boundary shared
+    $L --order 7 --bricks 2x2x1 --min-blocks 3,4 --lattice-boundary shared
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --lattice-boundary shared
+    bench bp1 --backend cuda --order 7,8 --geo stored
+    ;;
   review14)
     # the review's check after the launch paths were merged (overlapped and pipelined
     # through one function): the defaults (overlapped) and the pipelined zeroing, BP1
