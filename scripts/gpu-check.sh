@@ -876,6 +876,22 @@ case "$MODE" in
     $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --lattice-boundary shared
     bench bp1 --backend cuda --order 7,8 --geo stored
     ;;
+  v51)
+    # v34: lattice lines split across threads (one element of a line per item), offsets
+    # in shared memory, overlapped fill: p = 7, 8 against the register-column kernel, and
+    # p = 4..6 against v33's best
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared"
+    $L --order 7 --bricks 2x2x1 --split-lines true --min-blocks 0,3,4,5
+    $L --order 7 --bricks 2x2x2,4x2x1 --split-lines true --min-blocks 0,2,3
+    $L --order 8 --bricks 2x2x1 --split-lines true --min-blocks 0,3,4
+    $L --order 8 --bricks 2x2x2 --split-lines true --min-blocks 0,2
+    $L --order 6 --bricks 2x2x1 --split-lines true,false --min-blocks 0,4,6
+    $L --order 5 --bricks 2x2x1 --split-lines true --min-blocks 0,4,6
+    $L --order 4 --bricks 2x2x1 --split-lines true,false --min-blocks 0,6,12
+    $L --order 4 --bricks 4x4x2 --split-lines true --min-blocks 0,2
+    $L --order 3 --bricks 4x4x2 --split-lines true --min-blocks 0,2
+    bench bp1 --backend cuda --order 7,8 --geo stored
+    ;;
   review14)
     # the review's check after the launch paths were merged (overlapped and pipelined
     # through one function): the defaults (overlapped) and the pipelined zeroing, BP1

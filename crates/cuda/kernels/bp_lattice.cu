@@ -45,7 +45,7 @@
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -70,6 +70,15 @@
 #endif
 #if LBND == 2 && STEPS > 1
 #error "the staged boundary (LBND 2) is for single-step lattice blocks"
+#endif
+// v34: SPLIT 1 makes every phase's work item one element of a line rather than the line;
+// a line's B elements sit in consecutive lanes of one warp, and the node two of them share
+// reaches the next element's lane by a shuffle in the transposed phases
+#ifndef SPLIT
+#define SPLIT 0
+#endif
+#if SPLIT && (STEPS > 1 || 32 % BX || 32 % BY || 32 % BZ)
+#error "split lines (SPLIT 1) are for single-step blocks whose lines' elements divide a warp"
 #endif
 #define NX (BX * (N - 1) + 1)
 #define NY (BY * (N - 1) + 1)
@@ -199,6 +208,26 @@ __device__ __forceinline__ void scatter(const u32* FF_RESTRICT off, const u32* s
 #endif
 }
 
+#if SPLIT
+// The phases' loops over items t0 + tid, t0 = 0, THREADS, ...: whole warps take part in each
+// iteration or skip it (the shuffles need every lane); lanes past the items compute the
+// last item again (valid addresses, the same values) and write nothing.
+#define ITEM_LOOP(ITEMS) _Pragma("unroll 1") for (int t0 = 0; t0 < (ITEMS); t0 += THREADS)
+#define ITEM_PROLOGUE(ITEMS)                      \
+    if (t0 + (tid & ~31) >= (ITEMS)) continue;    \
+    const bool act = t0 + tid < (ITEMS);          \
+    const int t = act ? t0 + tid : (ITEMS) - 1
+
+// The contribution of element e - 1 of the same line (the lane before) to the node it
+// shares with element e; zero for a line's first element.
+template <int B>
+__device__ __forceinline__ real carry_from_previous_lane(real v, int e) {
+    if (B == 1) return (real)0;
+    const real c = __shfl_up_sync(0xffffffffu, v, 1);
+    return e > 0 ? c : (real)0;
+}
+#endif
+
 // Before the first atomic add into the skeleton: the other owners' zeros visible (ORD 1:
 // acquire, then a barrier), or the overlapped fill's (ORD 4, at once after the first step).
 // LBND 2 waits only before its flush, so the interior stores do not wait.
@@ -250,6 +279,21 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 
 #pragma unroll 1
     for (int s = 0; s < STEPS; s++) {
+#if SPLIT
+        // 1 (SPLIT): one element of a z-column per item
+        ITEM_LOOP(NX * NY * BZ) {
+            ITEM_PROLOGUE(NX * NY * BZ);
+            const int ez = t % BZ, c = t / BZ, x = c % NX, y = c / NX;
+            real in[N], out[Q];
+#pragma unroll
+            for (int i = 0; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, s, ez * (N - 1) + i)];
+            CONTRACT(cBf, 1, N, Q, in, out);
+            if (act) {
+#pragma unroll
+                for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
+            }
+        }
+#else
         // 1: gather the z-columns, contract along z, element by element (the node an element
         // shares with the next one carried over, not loaded again)
 #pragma unroll 1
@@ -275,12 +319,28 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             sCx[t] = in[0];
 #endif
         }
+#endif
         __syncthreads();
 #if ORD == 1
         // every thread's zero stores are before the barrier: publish them (cumulative release)
         if (tid == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + g), "r"(epoch) : "memory");
 #endif
 
+#if SPLIT
+        // 2 (SPLIT): one element of a y-line per item
+        ITEM_LOOP(NX * ZQ * BY) {
+            ITEM_PROLOGUE(NX * ZQ * BY);
+            const int ey = t % BY, l = t / BY, x = l % NX, zq = l / NX;
+            real in[N], out[Q];
+#pragma unroll
+            for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
+            CONTRACT(cBf, 1, N, Q, in, out);
+            if (act) {
+#pragma unroll
+                for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
+            }
+        }
+#else
         // 2: contract along y
 #pragma unroll 1
         for (int t = tid; t < NX * ZQ; t += THREADS) {
@@ -295,8 +355,35 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
             }
         }
+#endif
         __syncthreads();
 
+#if SPLIT
+        // 3 (SPLIT): one element of an x-line per item, in place; every lane of the warp
+        // reads its nodes before any writes, and the node element ex shares with ex - 1
+        // gets ex - 1's contribution from the lane before
+        const real* w = geo + (size_t)g * (BX * BY * BZ) * QQQ;
+        ITEM_LOOP(YQ * ZQ * BX) {
+            ITEM_PROLOGUE(YQ * ZQ * BX);
+            const int ex = t % BX, l = t / BX;
+            real* row = sY + (l / YQ) * PY + (l % YQ) * LP;
+            real in[N], pts[Q], out[N];
+#pragma unroll
+            for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
+            CONTRACT(cBf, 1, N, Q, in, pts);
+#pragma unroll
+            for (int q = 0; q < Q; q++) pts[q] *= w[(size_t)(ex * Q + q) * (YQ * ZQ) + l];
+            CONTRACT(cBt, 1, Q, N, pts, out);
+            const real cin = carry_from_previous_lane<BX>(out[N - 1], ex);
+            __syncwarp();
+            if (act) {
+                row[ex * (N - 1)] = out[0] + cin;
+#pragma unroll
+                for (int i = 1; i < N - 1; i++) row[ex * (N - 1) + i] = out[i];
+                if (ex == BX - 1) row[NX - 1] = out[N - 1];
+            }
+        }
+#else
         // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
         // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
         // with the next element is carried in a register and summed there
@@ -321,8 +408,28 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
             row[NX - 1] = carry;
         }
+#endif
         __syncthreads();
 
+#if SPLIT
+        // 4 (SPLIT): one element of a y-line per item, the shared node's carry from the lane
+        // before
+        ITEM_LOOP(NX * ZQ * BY) {
+            ITEM_PROLOGUE(NX * ZQ * BY);
+            const int ey = t % BY, l = t / BY, x = l % NX, zq = l / NX;
+            real in[Q], out[N];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sY[zq * PY + (ey * Q + q) * LP + x];
+            CONTRACT(cBt, 1, Q, N, in, out);
+            const real cin = carry_from_previous_lane<BY>(out[N - 1], ey);
+            if (act) {
+                sZ[zq * PZ + ey * (N - 1) * LP + x] = out[0] + cin;
+#pragma unroll
+                for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
+                if (ey == BY - 1) sZ[zq * PZ + (NY - 1) * LP + x] = out[N - 1];
+            }
+        }
+#else
         // 4: transposed y (shared nodes carried as in 3)
 #pragma unroll 1
         for (int t = tid; t < NX * ZQ; t += THREADS) {
@@ -341,11 +448,31 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
             sZ[zq * PZ + (NY - 1) * LP + x] = carry;
         }
+#endif
 #if LBND != 2
         SCATTER_WAIT();
 #endif
         __syncthreads();
 
+#if SPLIT
+        // 5 (SPLIT): one element of a z-column per item, the shared node's carry from the
+        // lane before, then one store or atomic add per node
+        ITEM_LOOP(NX * NY * BZ) {
+            ITEM_PROLOGUE(NX * NY * BZ);
+            const int ez = t % BZ, c = t / BZ, x = c % NX, y = c / NX;
+            real in[Q], out[N];
+#pragma unroll
+            for (int q = 0; q < Q; q++) in[q] = sZ[(ez * Q + q) * PZ + y * LP + x];
+            CONTRACT(cBt, 1, Q, N, in, out);
+            const real cin = carry_from_previous_lane<BZ>(out[N - 1], ez);
+            if (act) {
+                out[0] += cin;
+#pragma unroll
+                for (int k = 0; k < N - 1; k++) scatter(offsets, sOff, stage, v, g, nskel, x, y, s, ez * (N - 1) + k, out[k]);
+                if (ez == BZ - 1) scatter(offsets, sOff, stage, v, g, nskel, x, y, s, NZ - 1, out[N - 1]);
+            }
+        }
+#else
         // 5: transposed z (shared nodes carried), then one store (brick interior) or one atomic
         // add (brick boundary) per node
 #pragma unroll 1
@@ -374,6 +501,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
             scatter(offsets, sOff, stage, v, g, nskel, x, y, STEPS - 1, NZ - 1, carry);
         }
+#endif
 #if LBND == 2
         // the staged boundary, in slot order
         SCATTER_WAIT();

@@ -301,6 +301,11 @@ pub struct BpConfig {
     pub lattice_steps: usize,
     /// Lattice kernel (v33): the brick boundary's offsets and sums in the scatter.
     pub lattice_boundary: LatticeBoundary,
+    /// Lattice kernel (v34): each thread takes one element of a lattice line instead of
+    /// the whole line (the node two elements share passed between neighbouring lanes), so
+    /// that blocks have more threads with shorter dependency chains (single-step blocks
+    /// whose extents divide a warp).
+    pub split_lines: bool,
 }
 
 impl BpConfig {
@@ -588,6 +593,7 @@ impl BpConfig {
             rolled_element_loops: false,
             lattice_steps: 1,
             lattice_boundary: LatticeBoundary::Global,
+            split_lines: false,
         }
     }
 
@@ -1223,6 +1229,7 @@ fn lattice_block(
     q: usize,
     real: usize,
     conflict_free: bool,
+    split: bool,
 ) -> Result<LatticeBlock, GpuError> {
     let nd = b.map(|e| e * p + 1);
     let lp = nd[0] | 1;
@@ -1237,9 +1244,11 @@ fn lattice_block(
     };
     let pitches = [pitch(nd[1] * lp), pitch(yq * lp)];
     let words = zq * (pitches[0] + pitches[1]);
-    let threads = (nd[0] * nd[1])
-        .max(nd[0] * zq)
-        .max(yq * zq)
+    // one thread per line of the largest phase, or (split) per element of a line
+    let per_line = |e: usize| if split { e } else { 1 };
+    let threads = (nd[0] * nd[1] * per_line(b[2]))
+        .max(nd[0] * zq * per_line(b[1]))
+        .max(yq * zq * per_line(b[0]))
         .next_multiple_of(32)
         .min(1024);
     if words * real > 220_000 {
@@ -1378,6 +1387,16 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.lattice_boundary
         )));
     }
+    if cfg.split_lines
+        && (cfg.variant != Variant::Lattice
+            || cfg.lattice_steps > 1
+            || cfg.bricks.is_some_and(|b| b.iter().any(|&e| 32 % e != 0)))
+    {
+        return Err(GpuError::Unsupported(format!(
+            "split lines (v34) exist for the lattice kernel in single steps, on bricks whose extents divide 32 ({:?})",
+            cfg.bricks
+        )));
+    }
     if cfg.rolled_element_loops && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(
             "rolled element loops (v29) exist for the lattice kernel only".into(),
@@ -1465,7 +1484,14 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     let (epb, dyn_smem, block) = match (cfg.variant, cfg.bricks) {
         (Variant::Lattice, Some(b)) => {
             let step = cfg.lattice_step_brick().unwrap_or(b);
-            let l = lattice_block(step, p, q, T::BYTES, cfg.conflict_free_pitches)?;
+            let l = lattice_block(
+                step,
+                p,
+                q,
+                T::BYTES,
+                cfg.conflict_free_pitches,
+                cfg.split_lines,
+            )?;
             lattice_pitches = Some(l.pitches);
             // v31: the carried plane's two arrays (sCx, sCy) after the lattice
             let carries = if cfg.lattice_steps > 1 {
@@ -1600,6 +1626,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 LatticeBoundary::SharedOffsets => "_so",
                 LatticeBoundary::Staged => "_st",
             }
+            + if cfg.split_lines { "_sl" } else { "" }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1681,6 +1708,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("BZ", b[2] / cfg.lattice_steps.max(1))
             .define("STEPS", cfg.lattice_steps.max(1))
             .define("LBND", cfg.lattice_boundary.code())
+            .define("SPLIT", cfg.split_lines as u32)
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
@@ -1743,6 +1771,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         rolled_element_loops: false,
         lattice_steps: 1,
         lattice_boundary: LatticeBoundary::Global,
+        split_lines: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2136,6 +2165,63 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             },
             p,
             false,
+        ));
+        // v34: lines split across threads, on every shape, in both precisions on the
+        // tuned one, with each boundary form and each zeroing, uncapped and at the caps
+        // the bench scans
+        for (i, shape) in lattice_shapes(p).into_iter().enumerate() {
+            let c = BpConfig {
+                split_lines: true,
+                lattice_boundary: LatticeBoundary::SharedOffsets,
+                ..BpConfig::lattice(shape)
+            };
+            v.push((c, p, false));
+            if i == 0 {
+                v.push((c, p, true));
+            }
+        }
+        for boundary in [
+            LatticeBoundary::Global,
+            LatticeBoundary::SharedOffsets,
+            LatticeBoundary::Staged,
+        ] {
+            for zeroing in [
+                SkeletonZeroing::Host,
+                SkeletonZeroing::Owner,
+                SkeletonZeroing::Overlapped,
+            ] {
+                v.push((
+                    BpConfig {
+                        split_lines: true,
+                        lattice_boundary: boundary,
+                        skeleton_zeroing: zeroing,
+                        ..t
+                    },
+                    p,
+                    false,
+                ));
+            }
+        }
+        for min_blocks in [None, Some(2), Some(3), Some(4)] {
+            v.push((
+                BpConfig {
+                    split_lines: true,
+                    lattice_boundary: LatticeBoundary::SharedOffsets,
+                    min_blocks,
+                    ..t
+                },
+                p,
+                false,
+            ));
+        }
+        v.push((
+            BpConfig {
+                split_lines: true,
+                lattice_boundary: LatticeBoundary::SharedOffsets,
+                ..t
+            },
+            p,
+            true,
         ));
     }
     for c in lattice {
@@ -2869,6 +2955,25 @@ mod tests {
     }
 
     #[test]
+    fn every_tested_configuration_specialises() {
+        // (what the GPU tests and the CI compile check take; a forced block shape may be
+        // refused for its shared memory)
+        for (cfg, p, f32) in tested_configurations() {
+            let k = if f32 {
+                bp_kernel::<f32>(cfg, p).map(|_| ())
+            } else {
+                bp_kernel::<f64>(cfg, p).map(|_| ())
+            };
+            if let Err(e) = k {
+                assert!(
+                    cfg.elems_per_block.is_some() && matches!(e, GpuError::Unsupported(_)),
+                    "p={p} f32={f32} {cfg:?}: {e}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn lattice_boundary_in_shared_memory_adds_the_offsets_and_refuses_what_it_cannot_stage() {
         let get = |spec: &KernelSpec, key: &str| {
             spec.defines
@@ -2913,6 +3018,30 @@ mod tests {
                 p
             )
             .is_ok());
+            // split lines: more threads, the same shared memory; refused with columns
+            let one = BpConfig::lattice(lattice_shapes(p)[0]);
+            let k1 = bp_kernel::<f64>(one, p).unwrap();
+            let ks = bp_kernel::<f64>(
+                BpConfig {
+                    split_lines: true,
+                    ..one
+                },
+                p,
+            )
+            .unwrap();
+            assert_eq!(get(&ks.spec, "SPLIT"), Some("1".into()));
+            assert_eq!(ks.dyn_smem, k1.dyn_smem);
+            assert!(ks.block[0] >= k1.block[0] && ks.block[0] % 32 == 0);
+            assert!(matches!(
+                bp_kernel::<f64>(
+                    BpConfig {
+                        split_lines: true,
+                        ..col
+                    },
+                    p
+                ),
+                Err(GpuError::Unsupported(_))
+            ));
             let mut v2 = BpConfig::tuned(TensorKind::Mass, GeoMode::Stored, p);
             v2.lattice_boundary = LatticeBoundary::SharedOffsets;
             for bad in [

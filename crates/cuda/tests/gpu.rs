@@ -31,7 +31,7 @@ fn gpu() -> Option<Arc<GpuDevice>> {
 /// A tested configuration's options, to name it in a test's rows and failures.
 fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
     format!(
-        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} steps={} boundary={:?} {}",
+        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} steps={} boundary={:?} split={} {}",
         cfg.kind.name(),
         cfg.kind.alpha(),
         cfg.variant,
@@ -51,6 +51,7 @@ fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
         cfg.rolled_element_loops,
         cfg.lattice_steps,
         cfg.lattice_boundary,
+        cfg.split_lines,
         if f32 { "f32" } else { "f64" }
     )
 }

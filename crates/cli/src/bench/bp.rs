@@ -209,6 +209,11 @@ pub struct BpArgs {
     /// comma-separated to measure several (default: the tuned choice).
     #[arg(long, value_enum, value_delimiter = ',')]
     lattice_boundary: Vec<BoundaryArg>,
+    /// Lattice kernel (v34): each thread takes one element of a line rather than the line
+    /// (`true`), or the whole line (`false`); comma-separated to measure both (default: the
+    /// tuned choice).
+    #[arg(long, value_delimiter = ',')]
+    split_lines: Vec<bool>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
     /// in the sorted box, along the Morton curve of their coordinates (default) or
     /// lexicographic.
@@ -701,6 +706,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.rolled.clear();
         base.lattice_steps.clear();
         base.lattice_boundary.clear();
+        base.split_lines.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -721,6 +727,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.rolled, |c, v| c.rolled = v);
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
+    let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -987,6 +994,7 @@ mod gpu {
             rolled_element_loops: false,
             lattice_steps: 1,
             lattice_boundary: LatticeBoundary::Global,
+            split_lines: false,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1100,6 +1108,11 @@ mod gpu {
                 BoundaryArg::Staged => LatticeBoundary::Staged,
             };
         }
+        if let (Some(&sl), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.split_lines.first(), cfg.variant)
+        {
+            cfg.split_lines = sl;
+        }
         let mut bricks = bricks;
         if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
             (a.lattice_steps.first(), cfg.variant)
@@ -1192,7 +1205,8 @@ mod gpu {
                 LatticeBoundary::Global => "",
                 LatticeBoundary::SharedOffsets => "+so",
                 LatticeBoundary::Staged => "+st",
-            };
+            }
+            + if cfg.split_lines { "+sl" } else { "" };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let (scfg, own_kernel) = solve_config(
