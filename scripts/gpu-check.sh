@@ -892,6 +892,14 @@ case "$MODE" in
     $L --order 3 --bricks 4x4x2 --split-lines true --min-blocks 0,2
     bench bp1 --backend cuda --order 7,8 --geo stored
     ;;
+  final15)
+    # the fifteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8
+    # twice (lattice with the offsets in shared memory at 3..6, p = 4 on 2x2x1 bricks),
+    # BP3 and BP3.5 stored, and the full-BP solve where the default kernel changed
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 4,6 --geo stored --solve 1e-8
+    ;;
   review14)
     # the review's check after the launch paths were merged (overlapped and pipelined
     # through one function): the defaults (overlapped) and the pipelined zeroing, BP1

@@ -542,10 +542,13 @@ impl BpConfig {
         if kind != TensorKind::Mass || geo != GeoMode::Stored {
             return None;
         }
-        // (shape, register cap, rolled element loops): v42, v43
+        // (shape, register cap, rolled element loops): v42, v43; p = 4 from v33's scan
+        // (fifteenth session, v50, v51: 2x2x1 at cap 12 69.6–69.7 GDOF/s with the offsets
+        // in shared memory, as fast as 4x4x2 staged, 69.2–69.8, and 4x4x2's old default
+        // with the shared offsets, 67.6–68.0)
         let (shape, min_blocks, rolled) = match p {
             3 => ([4, 4, 2], Some(4), false),
-            4 => ([4, 4, 2], None, false),
+            4 => ([2, 2, 1], Some(12), false),
             5 => ([2, 2, 1], None, true),
             6 => ([2, 2, 1], Some(6), false),
             _ => return None,
@@ -554,13 +557,11 @@ impl BpConfig {
             min_blocks,
             conflict_free_pitches: true,
             rolled_element_loops: rolled,
-            // v32 (v47, v48): the fill overlapped with the apply, +0.6–1.0 % at p = 3, 5,
-            // 6; at p = 4 it measured 0.2 % slower
-            skeleton_zeroing: if p == 4 {
-                SkeletonZeroing::Host
-            } else {
-                SkeletonZeroing::Overlapped
-            },
+            // v32 (v47, v48): the fill overlapped with the apply, +0.6–1.0 %
+            skeleton_zeroing: SkeletonZeroing::Overlapped,
+            // v33 (v49, v50): the boundary's offsets kept in shared memory from the gather
+            // to the scatter, +3 % (p = 3) to +6 % (p = 5, 6)
+            lattice_boundary: LatticeBoundary::SharedOffsets,
             ..BpConfig::lattice(shape)
         })
     }
@@ -1192,7 +1193,7 @@ pub fn lattice_shapes(p: usize) -> Vec<[usize; 3]> {
     match p {
         1 | 2 => vec![[4, 4, 4], [4, 4, 2]],
         3 => vec![[4, 4, 2], [4, 4, 4], [2, 2, 2], [4, 2, 2]],
-        4 => vec![[4, 4, 2], [2, 2, 2], [4, 2, 2]],
+        4 => vec![[4, 4, 2], [2, 2, 2], [4, 2, 2], [2, 2, 1]],
         5 | 6 => vec![[2, 2, 1], [2, 2, 2], [4, 2, 2]],
         7 => vec![[2, 2, 1], [2, 2, 2], [4, 2, 1]],
         _ => vec![[2, 2, 1], [2, 2, 2]],
