@@ -900,6 +900,25 @@ case "$MODE" in
     for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
     bench bp1 --backend cuda --order 4,6 --geo stored --solve 1e-8
     ;;
+  ncu24)
+    # v34's look-back: p = 7, the lattice kernel unsplit (cap 3) and split (cap 4), and the
+    # one-element default: L2 sectors, instructions, occupancy and stalls
+    if command -v ncu >/dev/null; then
+      M="lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
+      L="--kernel lattice --bricks 2x2x1 --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared"
+      for v in "lat-cap3|$L --min-blocks 3" "split-cap4|$L --min-blocks 4 --split-lines true" "default|"; do
+        name=${v%%|*}; args=${v#*|}
+        f="$OUT/ncu24-bp1-p7-$name"
+        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
+            --section WarpStateStats --section Occupancy \
+            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 7 $args --reps 1 --warmup 1 > "$f.txt" 2>&1
+        echo "== ncu24 bp1 p7 $name"
+        grep -E "Stall|Occupancy|Registers|Warp Cycles|Issued|lts__|l1tex__|sm__|smsp__|gpu__|dram__|ERR" "$f.txt" | head -40
+      done
+    else
+      echo "ncu not found"
+    fi
+    ;;
   review14)
     # the review's check after the launch paths were merged (overlapped and pipelined
     # through one function): the defaults (overlapped) and the pipelined zeroing, BP1
