@@ -176,12 +176,12 @@ impl LatticeBoundary {
         self as u32
     }
 
-    /// Short name (bench options, labels).
+    /// The tag in kernel names and bench labels (empty for the default, `Global`).
     pub fn tag(self) -> &'static str {
         match self {
-            LatticeBoundary::Global => "global",
-            LatticeBoundary::SharedOffsets => "shared",
-            LatticeBoundary::Staged => "staged",
+            LatticeBoundary::Global => "",
+            LatticeBoundary::SharedOffsets => "so",
+            LatticeBoundary::Staged => "st",
         }
     }
 }
@@ -1623,11 +1623,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 String::new()
             }
-            + match cfg.lattice_boundary {
-                LatticeBoundary::Global => "",
-                LatticeBoundary::SharedOffsets => "_so",
-                LatticeBoundary::Staged => "_st",
-            }
+            + &label_part('_', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "_sl" } else { "" }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"

@@ -1201,11 +1201,7 @@ mod gpu {
             } else {
                 String::new()
             }
-            + match cfg.lattice_boundary {
-                LatticeBoundary::Global => "",
-                LatticeBoundary::SharedOffsets => "+so",
-                LatticeBoundary::Staged => "+st",
-            }
+            + &label_part('+', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "+sl" } else { "" };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
