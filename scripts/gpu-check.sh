@@ -52,6 +52,15 @@ solve_pcg() {
     "$BIN/ferrofem" solve --backend cuda --problem poisson $m --solver pcg 2>&1 | tail -6
   done
 }
+# Nsight Compute on one steady-state bp_apply launch of `ferrofem bench ARGS` into FILE: L2
+# sectors by operation, the L2 fabric, DRAM, the LSU pipe, occupancy, instructions, time
+# (NCU_EXTRA: more options, e.g. sections)
+NCU_L2="lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
+ncu_apply() {
+  local f=$1; shift
+  ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$NCU_L2" ${NCU_EXTRA:-} \
+      "$BIN/ferrofem" bench "$@" --reps 1 --warmup 1 > "$f" 2>&1
+}
 for MODE in "${@:-quick}"; do
 case "$MODE" in
   quick)
@@ -847,11 +856,9 @@ case "$MODE" in
       bench bp1 --backend cuda --order 3..6 --geo stored --lattice-boundary global,shared,staged
     done
     if command -v ncu >/dev/null; then
-      M="lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
       for lb in global shared staged; do
         f="$OUT/ncu23-bp1-p6-$lb"
-        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
-            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 6 --lattice-boundary $lb --reps 1 --warmup 1 > "$f-metrics.txt" 2>&1
+        ncu_apply "$f-metrics.txt" bp1 --backend cuda --geo stored --order 6 --lattice-boundary $lb
         echo "== ncu23 bp1 p6 $lb"
         grep -E "lts__|l1tex__|sm__|smsp__|gpu__|dram__|ERR" "$f-metrics.txt" | head -20
       done
@@ -904,14 +911,12 @@ case "$MODE" in
     # v34's look-back: p = 7, the lattice kernel unsplit (cap 3) and split (cap 4), and the
     # one-element default: L2 sectors, instructions, occupancy and stalls
     if command -v ncu >/dev/null; then
-      M="lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
       L="--kernel lattice --bricks 2x2x1 --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared"
       for v in "lat-cap3|$L --min-blocks 3" "split-cap4|$L --min-blocks 4 --split-lines true" "default|"; do
         name=${v%%|*}; args=${v#*|}
         f="$OUT/ncu24-bp1-p7-$name"
-        ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --metrics "$M" \
-            --section WarpStateStats --section Occupancy \
-            "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 7 $args --reps 1 --warmup 1 > "$f.txt" 2>&1
+        NCU_EXTRA="--section WarpStateStats --section Occupancy" \
+          ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 7 $args
         echo "== ncu24 bp1 p7 $name"
         grep -E "Stall|Occupancy|Registers|Warp Cycles|Issued|lts__|l1tex__|sm__|smsp__|gpu__|dram__|ERR" "$f.txt" | head -40
       done
