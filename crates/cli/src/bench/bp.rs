@@ -206,12 +206,14 @@ pub struct BpArgs {
     lattice_steps: Vec<usize>,
     /// Lattice kernel (v33): where the scatter takes the brick boundary's offsets from
     /// (`global`, `shared`) and whether it stages the boundary's sums (`staged`);
-    /// comma-separated to measure several (default: the tuned choice).
+    /// comma-separated to measure several (default: the tuned choice). Orders that run
+    /// another kernel ignore it; the label's `+so` / `+st` shows where it applied.
     #[arg(long, value_enum, value_delimiter = ',')]
     lattice_boundary: Vec<BoundaryArg>,
     /// Lattice kernel (v34): each thread takes one element of a line rather than the line
     /// (`true`), or the whole line (`false`); comma-separated to measure both (default: the
-    /// tuned choice).
+    /// tuned choice). Orders that run another kernel ignore it; the label's `+sl` shows
+    /// where it applied.
     #[arg(long, value_delimiter = ',')]
     split_lines: Vec<bool>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
