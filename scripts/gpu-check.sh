@@ -899,6 +899,30 @@ case "$MODE" in
     $L --order 3 --bricks 4x4x2 --split-lines true --min-blocks 0,2
     bench bp1 --backend cuda --order 7,8 --geo stored
     ;;
+  v52)
+    # v35: the brick boundary in ring slot order against lexicographic: the defaults
+    # p = 3..6 twice, the caps again with ring slots, p = 7, 8 on the lattice, and Nsight
+    # Compute's L2 sectors at p = 6 for both orders
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..6 --geo stored --slot-order lexicographic,ring; done
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped"
+    $L --order 3 --bricks 4x4x2 --min-blocks 0,3,5 --lattice-boundary shared --slot-order ring
+    $L --order 4 --bricks 2x2x1 --min-blocks 0,10 --lattice-boundary shared --slot-order ring
+    $L --order 4 --bricks 4x4x2 --min-blocks 0,3 --lattice-boundary shared,staged --slot-order ring
+    $L --order 5 --bricks 2x2x1 --rolled true,false --min-blocks 0,6 --lattice-boundary shared --slot-order ring
+    $L --order 6 --bricks 2x2x1 --min-blocks 0,5,7 --lattice-boundary shared --slot-order ring
+    $L --order 6 --bricks 2x2x1 --min-blocks 6 --lattice-boundary staged --slot-order ring
+    $L --order 7 --bricks 2x2x1 --min-blocks 3,4 --lattice-boundary shared --slot-order lexicographic,ring
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --lattice-boundary shared --slot-order lexicographic,ring
+    bench bp1 --backend cuda --order 7,8 --geo stored
+    if command -v ncu >/dev/null; then
+      for o in lexicographic ring; do
+        f="$OUT/ncu25-bp1-p6-$o"
+        ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 6 --slot-order $o
+        echo "== ncu25 bp1 p6 $o"
+        grep -E "Duration|lts__|dram__|ERR" "$f.txt" | head -20
+      done
+    fi
+    ;;
   final15)
     # the fifteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8
     # twice (lattice with the offsets in shared memory at 3..6, p = 4 on 2x2x1 bricks),

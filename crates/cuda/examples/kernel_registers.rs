@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split] [ring]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -142,6 +142,10 @@ fn main() {
             }
             // v34: lines split across threads
             cfg.split_lines = has("split");
+            // v35: the brick boundary's slots in ring order
+            if has("ring") {
+                cfg.lattice_slots = ferrofem_space::SlotOrder::Ring;
+            }
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
             } else if has("ov") {

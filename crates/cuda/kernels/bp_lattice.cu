@@ -42,12 +42,18 @@
 // barrier in slot order, consecutive lanes on consecutive slots, so that a warp's atomics
 // fall in fewer sectors than the columns' lanes put them in.
 //
+// RING 1 (v35): the space's brick boundary is numbered in ring slot order
+// (ferrofem_space::SlotOrder::Ring), and phases 1 and 5 give thread t the column of rank t in
+// that order (lattice_column): the ring of the (x, y) rectangle first, walked so that a
+// warp's lanes meet each owner brick's boundary nodes consecutively at every level, then
+// the inner columns. A boundary node's slot is its level's base plus its column's rank.
+//
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
-// lexicographic among the boundary positions, x fastest); the output's first nskel values
+// lexicographic among the boundary positions, x fastest, or RING's order); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
 
 #if OP != 1 || GEO != 0 || !LATTICE
@@ -144,6 +150,55 @@
 #error "the lattice kernel zeroes in the kernel by owner (ORD 1), waits for an overlapped fill (ORD 4), or neither"
 #endif
 
+#ifndef RING
+#define RING 0
+#endif
+// columns on the ring of the (x, y) rectangle
+#define NRING (2 * (NX + NY) - 4)
+
+// The (x, y) column of rank r in phases 1 and 5: x fastest (RING 0), or (RING 1) the ring
+// first — x = NX - 1 upwards (y = 1 .. NY - 1), y = NY - 1 leftwards (x = NX - 2 .. 1), x = 0
+// upwards, y = 0 leftwards (x = NX - 1 .. 1), then (0, 0) — and the inner columns x fastest
+// (ferrofem_space::BrickLayout::columns).
+__device__ __forceinline__ void lattice_column(int r, int& x, int& y) {
+#if RING
+    if (r < NY - 1) {
+        x = NX - 1;
+        y = 1 + r;
+        return;
+    }
+    r -= NY - 1;
+    if (r < NX - 2) {
+        x = NX - 2 - r;
+        y = NY - 1;
+        return;
+    }
+    r -= NX - 2;
+    if (r < NY - 1) {
+        x = 0;
+        y = 1 + r;
+        return;
+    }
+    r -= NY - 1;
+    if (r < NX) {
+        // (r = NX - 1: the corner (0, 0))
+        x = (NX - 1 - r);
+        y = 0;
+        return;
+    }
+    r -= NX;
+#if NX > 2 && NY > 2
+    x = 1 + r % (NX - 2);
+    y = 1 + r / (NX - 2);
+#else
+    x = y = 0;  // (no inner columns)
+#endif
+#else
+    x = r % NX;
+    y = r / NX;
+#endif
+}
+
 // lattice coordinates 1 .. n - 2 (the interior ones) below c
 __device__ __forceinline__ int lattice_interior_below(int c, int n) {
     return c < 1 ? 0 : (c - 1 < n - 2 ? c - 1 : n - 2);
@@ -155,12 +210,20 @@ __device__ __forceinline__ int lattice_interior_below(int c, int n) {
 // index (interior nodes follow the boundary nodes, contiguous per brick). Only a step's
 // first plane in the first step and its last in the last lie on the column's z-boundary,
 // which the unrolled callers' constant zl settles at compile time (v31).
-__device__ __forceinline__ u32 lattice_slot(u32 g, u32 nskel, int x, int y, int s, int zl, bool& boundary) {
+// RING 1: a boundary node's slot is its level's first slot plus its column's rank r (the
+// z faces hold every column, the other levels the ring's).
+__device__ __forceinline__ u32 lattice_slot(u32 g, u32 nskel, int x, int y, int r, int s, int zl, bool& boundary) {
     const int z = s * (NZ - 1) + zl;
     const bool xin = x > 0 && x < NX - 1, yin = y > 0 && y < NY - 1;
     const bool zin = (zl > 0 || s > 0) && (zl < NZ - 1 || s < STEPS - 1);
     boundary = !(xin && yin && zin);
     if (!boundary) return nskel + g * (u32)NIB + (u32)(((z - 1) * (NY - 2) + (y - 1)) * (NX - 2) + (x - 1));
+#if RING
+    if (!zin) return (u32)((z == 0 ? 0 : NX * NY + (NZC - 2) * NRING) + r);
+    return (u32)(NX * NY + (z - 1) * NRING + r);
+#else
+    (void)r;
+#endif
     const int before = (zin ? z - 1 : lattice_interior_below(z, NZC)) * (NY - 2) * (NX - 2) +
                        (zin ? lattice_interior_below(y, NY) * (NX - 2) + (yin ? lattice_interior_below(x, NX) : 0) : 0);
     return (u32)((z * NY + y) * NX + x - before);
@@ -169,9 +232,9 @@ __device__ __forceinline__ u32 lattice_slot(u32 g, u32 nskel, int x, int y, int 
 // The global index of the node for the gather (phase 1): a boundary node's through the
 // offsets, which LBND 1, 2 also keep in sOff by slot for the scatter.
 __device__ __forceinline__ u32 gather_index(const u32* FF_RESTRICT off, u32* sOff, u32 g, u32 nskel, int x, int y,
-                                            int s, int zl) {
+                                            int r, int s, int zl) {
     bool bnd;
-    const u32 i = lattice_slot(g, nskel, x, y, s, zl, bnd);
+    const u32 i = lattice_slot(g, nskel, x, y, r, s, zl, bnd);
     if (!bnd) return i;
     const u32 o = off[(size_t)g * NSKB + i];
 #if LBND
@@ -186,9 +249,9 @@ __device__ __forceinline__ u32 gather_index(const u32* FF_RESTRICT off, u32* sOf
 // (boundary, through the offsets in global memory or, LBND 1, in sOff); LBND 2 writes a
 // boundary node's sum into stage by slot, for the flush after phase 5.
 __device__ __forceinline__ void scatter(const u32* FF_RESTRICT off, const u32* sOff, real* stage, real* v, u32 g,
-                                        u32 nskel, int x, int y, int s, int zl, real val) {
+                                        u32 nskel, int x, int y, int r, int s, int zl, real val) {
     bool bnd;
-    const u32 i = lattice_slot(g, nskel, x, y, s, zl, bnd);
+    const u32 i = lattice_slot(g, nskel, x, y, r, s, zl, bnd);
     if (!bnd) {
         v[i] = val;
         return;
@@ -283,10 +346,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // 1 (SPLIT): one element of a z-column per item
         ITEM_LOOP(NX * NY * BZ) {
             ITEM_PROLOGUE(NX * NY * BZ);
-            const int ez = t % BZ, c = t / BZ, x = c % NX, y = c / NX;
+            const int ez = t % BZ, c = t / BZ;
+            int x, y;
+            lattice_column(c, x, y);
             real in[N], out[Q];
 #pragma unroll
-            for (int i = 0; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, s, ez * (N - 1) + i)];
+            for (int i = 0; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, c, s, ez * (N - 1) + i)];
             CONTRACT(cBf, 1, N, Q, in, out);
             if (act) {
 #pragma unroll
@@ -298,18 +363,19 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // shares with the next one carried over, not loaded again)
 #pragma unroll 1
         for (int t = tid; t < NX * NY; t += THREADS) {
-            const int x = t % NX, y = t / NX;
+            int x, y;
+            lattice_column(t, x, y);
             real in[N], out[Q];
 #if STEPS > 1
             if (s > 0)
                 in[0] = sCx[t];
             else
 #endif
-                in[0] = u[gather_index(offsets, sOff, g, nskel, x, y, s, 0)];
+                in[0] = u[gather_index(offsets, sOff, g, nskel, x, y, t, s, 0)];
             ELEMENT_LOOP
             for (int ez = 0; ez < BZ; ez++) {
 #pragma unroll
-                for (int i = 1; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, s, ez * (N - 1) + i)];
+                for (int i = 1; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, t, s, ez * (N - 1) + i)];
                 CONTRACT(cBf, 1, N, Q, in, out);
 #pragma unroll
                 for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
@@ -459,7 +525,9 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // lane before, then one store or atomic add per node
         ITEM_LOOP(NX * NY * BZ) {
             ITEM_PROLOGUE(NX * NY * BZ);
-            const int ez = t % BZ, c = t / BZ, x = c % NX, y = c / NX;
+            const int ez = t % BZ, c = t / BZ;
+            int x, y;
+            lattice_column(c, x, y);
             real in[Q], out[N];
 #pragma unroll
             for (int q = 0; q < Q; q++) in[q] = sZ[(ez * Q + q) * PZ + y * LP + x];
@@ -468,8 +536,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             if (act) {
                 out[0] += cin;
 #pragma unroll
-                for (int k = 0; k < N - 1; k++) scatter(offsets, sOff, stage, v, g, nskel, x, y, s, ez * (N - 1) + k, out[k]);
-                if (ez == BZ - 1) scatter(offsets, sOff, stage, v, g, nskel, x, y, s, NZ - 1, out[N - 1]);
+                for (int k = 0; k < N - 1; k++) scatter(offsets, sOff, stage, v, g, nskel, x, y, c, s, ez * (N - 1) + k, out[k]);
+                if (ez == BZ - 1) scatter(offsets, sOff, stage, v, g, nskel, x, y, c, s, NZ - 1, out[N - 1]);
             }
         }
 #else
@@ -477,7 +545,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // add (brick boundary) per node
 #pragma unroll 1
         for (int t = tid; t < NX * NY; t += THREADS) {
-            const int x = t % NX, y = t / NX;
+            int x, y;
+            lattice_column(t, x, y);
             real carry = 0;
 #if STEPS > 1
             if (s > 0) carry = sCy[t];
@@ -490,7 +559,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 CONTRACT(cBt, 1, Q, N, in, out);
                 out[0] += carry;
 #pragma unroll
-                for (int k = 0; k < N - 1; k++) scatter(offsets, sOff, stage, v, g, nskel, x, y, s, ez * (N - 1) + k, out[k]);
+                for (int k = 0; k < N - 1; k++) scatter(offsets, sOff, stage, v, g, nskel, x, y, t, s, ez * (N - 1) + k, out[k]);
                 carry = out[N - 1];
             }
 #if STEPS > 1
@@ -499,7 +568,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 continue;
             }
 #endif
-            scatter(offsets, sOff, stage, v, g, nskel, x, y, STEPS - 1, NZ - 1, carry);
+            scatter(offsets, sOff, stage, v, g, nskel, x, y, t, STEPS - 1, NZ - 1, carry);
         }
 #endif
 #if LBND == 2

@@ -11,7 +11,7 @@ use ferrofem_fe::{gauss_legendre, gauss_lobatto_legendre, Lagrange1D};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::model::{self, IndexTraffic, Model, ModelSpec, VectorTraffic};
 use ferrofem_operator::tensor::{GeometryMode, TensorKind};
-use ferrofem_space::H1Space;
+use ferrofem_space::{H1Space, SlotOrder};
 use std::sync::Arc;
 
 fn op_code(kind: TensorKind) -> u32 {
@@ -306,6 +306,20 @@ pub struct BpConfig {
     /// that blocks have more threads with shorter dependency chains (single-step blocks
     /// whose extents divide a warp).
     pub split_lines: bool,
+    /// Lattice kernel (v35): the slot order of the space's brick boundary
+    /// ([`H1Space::bricked_in`]), which the kernel's index arithmetic follows and the
+    /// space must have. [`SlotOrder::Ring`] gives the threads of the gather and the
+    /// scatter their columns in ring order, so that a warp's loads and atomic adds of the
+    /// boundary fall in fewer L2 sectors.
+    pub lattice_slots: SlotOrder,
+}
+
+/// The tag of a slot order in kernel names and bench labels (empty for the default).
+pub fn slot_order_tag(slots: SlotOrder) -> &'static str {
+    match slots {
+        SlotOrder::Lexicographic => "",
+        SlotOrder::Ring => "ring",
+    }
 }
 
 impl BpConfig {
@@ -595,6 +609,7 @@ impl BpConfig {
             lattice_steps: 1,
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
+            lattice_slots: SlotOrder::Lexicographic,
         }
     }
 
@@ -644,6 +659,7 @@ pub fn brick_layout(shape: [usize; 3], p: usize) -> ferrofem_space::BrickLayout 
         shape,
         order: p,
         skeleton_nodes: 0,
+        slots: ferrofem_space::SlotOrder::Lexicographic,
     }
 }
 
@@ -1399,6 +1415,12 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.bricks
         )));
     }
+    if cfg.lattice_slots != SlotOrder::Lexicographic && cfg.variant != Variant::Lattice {
+        return Err(GpuError::Unsupported(format!(
+            "the slot order {:?} (v35) is the lattice kernel's; the brick kernels take any bricked space's slots from it",
+            cfg.lattice_slots
+        )));
+    }
     if cfg.rolled_element_loops && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(
             "rolled element loops (v29) exist for the lattice kernel only".into(),
@@ -1625,6 +1647,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             }
             + &label_part('_', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "_sl" } else { "" }
+            + &label_part('_', slot_order_tag(cfg.lattice_slots))
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1707,6 +1730,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("STEPS", cfg.lattice_steps.max(1))
             .define("LBND", cfg.lattice_boundary.code())
             .define("SPLIT", cfg.split_lines as u32)
+            .define("RING", (cfg.lattice_slots == SlotOrder::Ring) as u32)
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
@@ -1776,6 +1800,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         lattice_steps: 1,
         lattice_boundary: LatticeBoundary::Global,
         split_lines: false,
+        lattice_slots: SlotOrder::Lexicographic,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2241,6 +2266,87 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             p,
             true,
         ));
+        // v35: the boundary's slots in ring order, on every shape (the offsets in shared
+        // memory), the tuned choice in both precisions, uncapped, rolled the other way,
+        // with each boundary form and each zeroing, split lines, and walked in a column
+        let ring = |c: BpConfig| BpConfig {
+            lattice_slots: SlotOrder::Ring,
+            ..c
+        };
+        for shape in lattice_shapes(p) {
+            v.push((
+                ring(BpConfig {
+                    lattice_boundary: LatticeBoundary::SharedOffsets,
+                    ..BpConfig::lattice(shape)
+                }),
+                p,
+                false,
+            ));
+        }
+        let tr = ring(t);
+        v.push((tr, p, false));
+        v.push((tr, p, true));
+        v.push((
+            BpConfig {
+                min_blocks: None,
+                ..tr
+            },
+            p,
+            false,
+        ));
+        v.push((
+            BpConfig {
+                rolled_element_loops: !tr.rolled_element_loops,
+                min_blocks: None,
+                ..tr
+            },
+            p,
+            false,
+        ));
+        for boundary in [
+            LatticeBoundary::Global,
+            LatticeBoundary::SharedOffsets,
+            LatticeBoundary::Staged,
+        ] {
+            for zeroing in [
+                SkeletonZeroing::Host,
+                SkeletonZeroing::Owner,
+                SkeletonZeroing::Overlapped,
+            ] {
+                v.push((
+                    BpConfig {
+                        lattice_boundary: boundary,
+                        skeleton_zeroing: zeroing,
+                        min_blocks: uncapped_for_owner(zeroing, tr.min_blocks),
+                        ..tr
+                    },
+                    p,
+                    false,
+                ));
+            }
+        }
+        v.push((
+            BpConfig {
+                split_lines: true,
+                lattice_boundary: LatticeBoundary::SharedOffsets,
+                ..tr
+            },
+            p,
+            false,
+        ));
+        if let Some(&(column, steps)) = lattice_columns(p).first() {
+            v.push((
+                BpConfig {
+                    bricks: Some(column),
+                    lattice_steps: steps,
+                    lattice_boundary: LatticeBoundary::SharedOffsets,
+                    min_blocks: None,
+                    ..tr
+                },
+                p,
+                false,
+            ));
+        }
     }
     for c in lattice {
         if !v.contains(&c) {
@@ -2306,6 +2412,12 @@ impl<T: GpuReal> GpuBp<T> {
                     }
                 ))
                 })?;
+            if cfg.variant == Variant::Lattice && layout.slots != cfg.lattice_slots {
+                return Err(GpuError::Unsupported(format!(
+                    "the lattice kernel for {:?} slots needs a space numbered by H1Space::bricked_in({b:?}, SlotOrder::{:?}); this one's slots are {:?}",
+                    cfg.lattice_slots, cfg.lattice_slots, layout.slots
+                )));
+            }
             skpos_host = (cfg.variant == Variant::Pencil).then(|| {
                 layout
                     .skeleton_positions()
@@ -2967,6 +3079,49 @@ mod tests {
             v2.lattice_steps = 2;
             assert!(matches!(
                 bp_kernel::<f64>(v2, p),
+                Err(GpuError::Unsupported(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn ring_slots_are_the_lattice_kernels_and_change_only_its_index_arithmetic() {
+        let get = |spec: &KernelSpec, key: &str| {
+            spec.defines
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        for p in 1..=8 {
+            for shape in lattice_shapes(p) {
+                let lex = BpConfig::lattice(shape);
+                let ring = BpConfig {
+                    lattice_slots: SlotOrder::Ring,
+                    ..lex
+                };
+                let (kl, kr) = (
+                    bp_kernel::<f64>(lex, p).unwrap(),
+                    bp_kernel::<f64>(ring, p).unwrap(),
+                );
+                assert_eq!(get(&kl.spec, "RING"), Some("0".into()));
+                assert_eq!(get(&kr.spec, "RING"), Some("1".into()));
+                assert_eq!(kr.spec.name, format!("{}_ring", kl.spec.name));
+                // the same block, shared memory and slot count
+                assert_eq!((kr.block, kr.dyn_smem), (kl.block, kl.dyn_smem));
+                assert_eq!(get(&kr.spec, "NSKB"), get(&kl.spec, "NSKB"));
+            }
+        }
+        // the one-element and brick kernels refuse it (they take no slot order of their own)
+        for c in [
+            BpConfig::new(TensorKind::Mass),
+            BpConfig::new(TensorKind::Mass).with_bricks([2, 2, 1], 4),
+        ] {
+            let r = BpConfig {
+                lattice_slots: SlotOrder::Ring,
+                ..c
+            };
+            assert!(matches!(
+                bp_kernel::<f64>(r, 4),
                 Err(GpuError::Unsupported(_))
             ));
         }

@@ -12,7 +12,7 @@ use ferrofem_geometry::QuadGeometry;
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::{TensorKind, TensorOperator, TensorOptions};
 use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
-use ferrofem_space::H1Space;
+use ferrofem_space::{H1Space, SlotOrder};
 use std::sync::Arc;
 
 fn gpu() -> Option<Arc<GpuDevice>> {
@@ -1123,7 +1123,8 @@ fn brick_kernels_match_the_cpu_twin() {
 /// compiles (f64, and the tuned candidate shape in f32), each on a perturbed box of 3 x 2 x 2
 /// bricks numbered per brick, applied twice into an output that starts as NaN (the fill and
 /// the stores must cover every entry each time); the device diagonal of each f64 operator
-/// (weights in brick-lattice order); and a space bricked in another shape is refused.
+/// (weights in brick-lattice order); and a space bricked in another shape or with the other
+/// slot order is refused.
 #[test]
 fn lattice_kernels_match_the_cpu_twin() {
     let Some(dev) = gpu() else { return };
@@ -1148,7 +1149,7 @@ fn lattice_kernels_match_the_cpu_twin() {
         .unwrap();
         m.sort_cells_in_bricks(grid, shape).unwrap();
         let natural = H1Space::new(&m, p, 1).unwrap();
-        let space = natural.bricked(shape).unwrap().0;
+        let space = natural.bricked_in(shape, cfg.lattice_slots).unwrap().0;
         let x = random_vector(space.num_dofs(), p as u64 + 60);
         let want = cpu_apply(&m, &space, cfg.kind, &x);
         let label = config_label(&cfg, p, *f32);
@@ -1166,12 +1167,21 @@ fn lattice_kernels_match_the_cpu_twin() {
         if !*f32 {
             check_diagonal(&dev, &m, &space, cfg, &label, &mut failures);
             diagonals += 1;
-            // the same cells bricked in single elements: refused with a typed error
-            let wrong = natural.bricked([1, 1, 1]).unwrap().0;
-            match GpuBp::<f64>::new(&dev, &m, &wrong, cfg) {
-                Err(ferrofem_cuda::GpuError::Unsupported(_)) => {}
-                Err(e) => failures.push(format!("{label}: wrong space gave {e}")),
-                Ok(_) => failures.push(format!("{label}: a wrong space was accepted")),
+            // the same cells bricked in single elements, or in this shape with the other
+            // slot order (v35): refused with a typed error
+            let other = match cfg.lattice_slots {
+                SlotOrder::Lexicographic => SlotOrder::Ring,
+                SlotOrder::Ring => SlotOrder::Lexicographic,
+            };
+            for wrong in [
+                natural.bricked([1, 1, 1]).unwrap().0,
+                natural.bricked_in(shape, other).unwrap().0,
+            ] {
+                match GpuBp::<f64>::new(&dev, &m, &wrong, cfg) {
+                    Err(ferrofem_cuda::GpuError::Unsupported(_)) => {}
+                    Err(e) => failures.push(format!("{label}: wrong space gave {e}")),
+                    Ok(_) => failures.push(format!("{label}: a wrong space was accepted")),
+                }
             }
         }
     }

@@ -10,14 +10,35 @@ use ferrofem_base::CellType;
 /// walk a brick in steps (the lattice kernel's columns) use long ones along z.
 pub const MAX_BRICK_ELEMS: usize = 32;
 
+/// The order of a brick's boundary positions (its *slots*), which is also the order in
+/// which the owner brick numbers the boundary nodes it is the first to touch.
+///
+/// A GPU kernel whose threads own the brick's `(i, j)` node columns and step through the
+/// `k` levels together reads and adds one level of boundary nodes per warp instruction;
+/// how many 32-byte sectors that instruction touches depends on how the columns' nodes lie
+/// in the numbering. [`SlotOrder::Ring`] lays each level out so that consecutive columns
+/// meet consecutive nodes of each owner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SlotOrder {
+    /// Lexicographic among the boundary positions, `i` fastest, then `j`, then `k`.
+    #[default]
+    Lexicographic,
+    /// Level by level (`k` slowest), the columns in [`BrickLayout::columns`]' ring order:
+    /// the four sides of the `(i, j)` rectangle first, walked so that the nodes a brick
+    /// shares with a lower neighbour come in that neighbour's own numbering order, then
+    /// (on the two `k` faces only) the inner columns, lexicographic.
+    Ring,
+}
+
 /// The layout of a space numbered by [`H1Space::bricked`].
 ///
 /// Brick nodes are addressed by their position `(i, j, k)` in the brick's
 /// `(bx p + 1) × (by p + 1) × (bz p + 1)` node grid; element `le` of a brick
 /// (`le = ex + bx (ey + by ez)`) holds positions `(ex p .. ex p + p, …)`. Nodes on the
-/// brick's boundary are the *skeleton* and come first in the numbering (by owner brick);
-/// each brick's interior nodes follow, contiguous per brick in lexicographic order, so that
-/// interior node `s` of brick `g` is `skeleton_nodes + g · interior_per_brick + s`.
+/// brick's boundary are the *skeleton* and come first in the numbering (by owner brick, in
+/// the owner's slot order, [`SlotOrder`]); each brick's interior nodes follow, contiguous
+/// per brick in lexicographic order, so that interior node `s` of brick `g` is
+/// `skeleton_nodes + g · interior_per_brick + s`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BrickLayout {
     /// Elements per brick along x, y and z.
@@ -26,6 +47,8 @@ pub struct BrickLayout {
     pub order: usize,
     /// Nodes on brick boundaries (numbered first).
     pub skeleton_nodes: usize,
+    /// The order of the boundary slots.
+    pub slots: SlotOrder,
 }
 
 impl BrickLayout {
@@ -45,17 +68,44 @@ impl BrickLayout {
         (0..3).any(|a| pos[a] == 0 || pos[a] + 1 == d[a])
     }
 
-    /// The boundary positions in slot order (lexicographic, x fastest): slot `s` of brick
-    /// `g` is what the kernel's skeleton offsets `[g][s]` point at.
+    /// The brick's `(i, j)` node columns in the order of [`BrickLayout::slots`]: for
+    /// [`SlotOrder::Lexicographic`] `i` fastest; for [`SlotOrder::Ring`] the ring of the
+    /// `(i, j)` rectangle first — the side `i = nx − 1` upwards (`j = 1 .. ny − 1`), the
+    /// side `j = ny − 1` leftwards (`i = nx − 2 .. 1`), the side `i = 0` upwards
+    /// (`j = 1 .. ny − 1`), the side `j = 0` leftwards (`i = nx − 1 .. 1`), then `(0, 0)` —
+    /// and then the inner columns, `i` fastest. With bricks ordered so that each brick comes
+    /// after its lower neighbours (lexicographic or Morton), a brick owns its first two
+    /// sides, and its third and fourth sides are its lower neighbours' first two, in the
+    /// same order.
+    pub fn columns(&self) -> Vec<[usize; 2]> {
+        let [nx, ny, _] = self.dims();
+        match self.slots {
+            SlotOrder::Lexicographic => {
+                (0..ny).flat_map(|j| (0..nx).map(move |i| [i, j])).collect()
+            }
+            SlotOrder::Ring => {
+                let mut c: Vec<[usize; 2]> = (1..ny).map(|j| [nx - 1, j]).collect();
+                c.extend((1..nx - 1).rev().map(|i| [i, ny - 1]));
+                c.extend((1..ny).map(|j| [0, j]));
+                c.extend((1..nx).rev().map(|i| [i, 0]));
+                c.push([0, 0]);
+                c.extend((1..ny.saturating_sub(1)).flat_map(|j| (1..nx - 1).map(move |i| [i, j])));
+                c
+            }
+        }
+    }
+
+    /// The boundary positions in slot order ([`BrickLayout::slots`]): level by level
+    /// (`k` slowest), the boundary nodes of each level in [`BrickLayout::columns`] order.
+    /// Slot `s` of brick `g` is what the kernel's skeleton offsets `[g][s]` point at.
     pub fn skeleton_positions(&self) -> Vec<[usize; 3]> {
         let d = self.dims();
+        let columns = self.columns();
         let mut v = Vec::new();
         for k in 0..d[2] {
-            for j in 0..d[1] {
-                for i in 0..d[0] {
-                    if self.on_boundary([i, j, k]) {
-                        v.push([i, j, k]);
-                    }
+            for &[i, j] in &columns {
+                if self.on_boundary([i, j, k]) {
+                    v.push([i, j, k]);
                 }
             }
         }
@@ -139,6 +189,7 @@ impl BrickLayout {
 pub(crate) fn brick_numbering(
     space: &H1Space,
     shape: [usize; 3],
+    slots: SlotOrder,
 ) -> Result<(BrickLayout, Vec<u32>), SpaceError> {
     let fail = |reason: String| SpaceError::NotBricks { reason };
     if space.cell_type() != CellType::Hexahedron {
@@ -160,6 +211,7 @@ pub(crate) fn brick_numbering(
         shape,
         order: p,
         skeleton_nodes: 0,
+        slots,
     };
     let epb = layout.elems();
     if nelem % epb != 0 {

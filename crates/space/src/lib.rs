@@ -15,7 +15,7 @@ mod numbering;
 mod restriction;
 mod space;
 
-pub use brick::{BrickLayout, MAX_BRICK_ELEMS};
+pub use brick::{BrickLayout, SlotOrder, MAX_BRICK_ELEMS};
 pub use error::SpaceError;
 pub use restriction::{ElemRestriction, TransposeMap};
 pub use space::H1Space;

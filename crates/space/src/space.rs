@@ -1,7 +1,7 @@
 //! Continuous Lagrange spaces (`H¹`-conforming), scalar or vector-valued.
 
 use crate::brick::{brick_numbering, brick_skeleton_offsets};
-use crate::{numbering, BrickLayout, ElemRestriction, SpaceError};
+use crate::{numbering, BrickLayout, ElemRestriction, SlotOrder, SpaceError};
 use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::Mesh;
@@ -161,11 +161,21 @@ impl H1Space {
     /// elements must tile such a brick (element `ex + bx (ey + by ez)` of a group at
     /// `(ex, ey, ez)`, as `Mesh::sort_cells_in_bricks` orders a structured box), which is
     /// checked node by node. Nodes on brick boundaries come first, numbered by owner brick
-    /// in slot order ([`BrickLayout::skeleton_positions`]); each brick's interior nodes
-    /// (including the faces between its elements) follow, contiguous per brick. Also
-    /// returns `new_of[old]`, the renumbering.
+    /// in slot order ([`BrickLayout::skeleton_positions`], [`SlotOrder::Lexicographic`]);
+    /// each brick's interior nodes (including the faces between its elements) follow,
+    /// contiguous per brick. Also returns `new_of[old]`, the renumbering.
     pub fn bricked(&self, shape: [usize; 3]) -> Result<(H1Space, Vec<u32>), SpaceError> {
-        let (layout, new_of) = brick_numbering(self, shape)?;
+        self.bricked_in(shape, SlotOrder::Lexicographic)
+    }
+
+    /// As [`H1Space::bricked`], with the brick boundary's slots (and so its numbering by
+    /// owner) in the order `slots`.
+    pub fn bricked_in(
+        &self,
+        shape: [usize; 3],
+        slots: SlotOrder,
+    ) -> Result<(H1Space, Vec<u32>), SpaceError> {
+        let (layout, new_of) = brick_numbering(self, shape, slots)?;
         let space = self.renumbered(&new_of, None, Some(layout));
         Ok((space, new_of))
     }

@@ -3,7 +3,7 @@
 use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
-use ferrofem_space::H1Space;
+use ferrofem_space::{H1Space, SlotOrder};
 
 use ferrofem_base::random::Lcg as Rng;
 
@@ -411,11 +411,13 @@ fn brick_numbering_is_a_consistent_permutation_with_computed_interiors() {
         for shape in shapes {
             let mut mesh = base.clone();
             mesh.sort_cells_in_bricks(grid, shape).unwrap();
-            for p in 1..=4 {
+            for (p, slot_order) in (1..=4)
+                .flat_map(|p| [SlotOrder::Lexicographic, SlotOrder::Ring].map(move |o| (p, o)))
+            {
                 let s = H1Space::new(&mesh, p, 1).unwrap();
-                let (t, new_of) = s.bricked(shape).unwrap();
+                let (t, new_of) = s.bricked_in(shape, slot_order).unwrap();
                 let l = t.brick_layout().unwrap();
-                assert_eq!((l.shape, l.order), (shape, p));
+                assert_eq!((l.shape, l.order, l.slots), (shape, p, slot_order));
                 let mut seen = vec![false; new_of.len()];
                 new_of.iter().for_each(|&n| seen[n as usize] = true);
                 assert!(
@@ -465,6 +467,80 @@ fn brick_numbering_is_a_consistent_permutation_with_computed_interiors() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn ring_slots_put_each_owners_boundary_run_under_consecutive_columns() {
+    // A brick inside a Morton-ordered box numbered in ring slot order: at every level, the
+    // columns of each of its sides meet consecutive numbers of the side's owner, which is
+    // what lets a warp's loads and atomic adds of the brick boundary fall in few sectors.
+    let grid = [8, 8, 4];
+    for (shape, p) in [([2, 2, 1], 3), ([4, 4, 2], 2), ([2, 1, 1], 2)] {
+        let mut mesh = boxmesh("hex:8x8x4,perturb=0.1,seed=3");
+        mesh.sort_cells_in_bricks_ordered(grid, shape, true)
+            .unwrap();
+        let s = H1Space::new(&mesh, p, 1).unwrap();
+        let t = s.bricked_in(shape, SlotOrder::Ring).unwrap().0;
+        let l = t.brick_layout().unwrap();
+        let [nx, ny, nz] = l.dims();
+        let cols = l.columns();
+        // a permutation of the columns, the ring first
+        let mut seen = vec![false; nx * ny];
+        cols.iter().for_each(|c| seen[c[1] * nx + c[0]] = true);
+        assert!(seen.iter().all(|&b| b) && cols.len() == nx * ny);
+        let nring = 2 * (nx + ny) - 4;
+        assert!(cols[..nring].iter().all(|c| l.on_boundary([c[0], c[1], 1])));
+        assert!(cols[nring..]
+            .iter()
+            .all(|c| !l.on_boundary([c[0], c[1], 1])));
+        // the brick at (1, 1, 1) in bricks: all its neighbours exist
+        let nb = [grid[0] / shape[0], grid[1] / shape[1], grid[2] / shape[2]];
+        let epb = l.elems();
+        let first_cell = (0..mesh.num_cells())
+            .step_by(epb)
+            .find(|&c| {
+                let x = mesh.cell(c)[0] as usize;
+                let v = mesh.coords()[x * 3..x * 3 + 3].to_vec();
+                let h = [1.0 / nb[0] as f64, 1.0 / nb[1] as f64, 1.0 / nb[2] as f64];
+                (0..3).all(|a| ((v[a] / h[a]) - 1.0).abs() < 0.3)
+            })
+            .expect("the brick at (1, 1, 1)");
+        let g = first_cell / epb;
+        let off = t.brick_skeleton_offsets().unwrap();
+        let slots = l.skeleton_positions();
+        let dof = |pos: [usize; 3]| {
+            off[g * slots.len() + slots.iter().position(|&q| q == pos).unwrap()] as i64
+        };
+        // the sides in ring order: x = nx - 1 and y = ny - 1 (own, one run), x = 0, y = 0
+        let sides = [
+            (0, (ny - 1) + (nx - 2)),
+            (ny - 1 + nx - 2, ny - 1),
+            (2 * (ny - 1) + nx - 2, nx - 1),
+        ];
+        for k in 1..nz - 1 {
+            for &(start, len) in &sides {
+                let run: Vec<i64> = cols[start..start + len]
+                    .iter()
+                    .map(|c| dof([c[0], c[1], k]))
+                    .collect();
+                assert!(
+                    run.windows(2).all(|w| w[1] == w[0] + 1),
+                    "{shape:?} p={p} level {k}: side at rank {start} is not one run: {run:?}"
+                );
+            }
+        }
+        // and on the bottom face, the own sides and the inner columns are the lower
+        // brick's one run
+        let run: Vec<i64> = cols[..ny - 1 + nx - 2]
+            .iter()
+            .chain(&cols[nring..])
+            .map(|c| dof([c[0], c[1], 0]))
+            .collect();
+        assert!(
+            run.windows(2).all(|w| w[1] == w[0] + 1),
+            "{shape:?} p={p}: bottom face not one run"
+        );
     }
 }
 

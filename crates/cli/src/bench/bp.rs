@@ -14,7 +14,7 @@ use ferrofem_operator::tensor::{
     measure_copy_bandwidth, GeometryMode, Model, TensorKind, TensorOperator, TensorOptions,
 };
 use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
-use ferrofem_space::H1Space;
+use ferrofem_space::{H1Space, SlotOrder};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -123,6 +123,25 @@ pub enum BoundaryArg {
     Staged,
 }
 
+/// Lattice kernel (v35): the order of the brick boundary's slots, and so of its numbering
+/// (`ferrofem_space::SlotOrder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SlotArg {
+    /// Lexicographic among the boundary positions.
+    Lexicographic,
+    /// The ring of each level's columns first, each owner's nodes under consecutive lanes.
+    Ring,
+}
+
+impl SlotArg {
+    fn order(self) -> SlotOrder {
+        match self {
+            SlotArg::Lexicographic => SlotOrder::Lexicographic,
+            SlotArg::Ring => SlotOrder::Ring,
+        }
+    }
+}
+
 /// How the v2 kernels read stored geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GeoLoad {
@@ -216,6 +235,12 @@ pub struct BpArgs {
     /// where it applied.
     #[arg(long, value_delimiter = ',')]
     split_lines: Vec<bool>,
+    /// Lattice kernel (v35): the order of the brick boundary's slots, by which the box is
+    /// numbered and the kernel's threads take their columns (`lexicographic`, `ring`);
+    /// comma-separated to measure both (default: the tuned choice). Orders that run another
+    /// kernel ignore it; the label's `+ring` shows where it applied.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    slot_order: Vec<SlotArg>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
     /// in the sorted box, along the Morton curve of their coordinates (default) or
     /// lexicographic.
@@ -409,8 +434,8 @@ fn elems_per_dir(p: usize, dofs: f64) -> usize {
 struct Problem {
     mesh: Mesh,
     space: H1Space,
-    /// The same space numbered per brick, for each brick shape asked for.
-    bricked: Vec<([usize; 3], H1Space)>,
+    /// The same space numbered per brick, for each brick shape and slot order asked for.
+    bricked: Vec<([usize; 3], SlotOrder, H1Space)>,
     /// The brick shape the defaults' lattice kernel runs on, where [`default_bricks`]
     /// chose one (the box is then sorted into it).
     auto_bricks: Option<[usize; 3]>,
@@ -419,16 +444,21 @@ struct Problem {
 }
 
 impl Problem {
-    /// The space a variant with `bricks` runs on.
-    fn space_for(&self, bricks: Option<[usize; 3]>) -> &H1Space {
+    /// The space a variant with `bricks` and brick boundary `slots` runs on (the brick
+    /// kernels take the slots of any bricked space: `slots` is the lattice kernel's).
+    fn space_for(&self, bricks: Option<[usize; 3]>, slots: Option<SlotOrder>) -> &H1Space {
         bricks
-            .and_then(|b| self.bricked.iter().find(|(s, _)| *s == b))
-            .map_or(&self.space, |(_, s)| s)
+            .and_then(|b| {
+                self.bricked
+                    .iter()
+                    .find(|(s, o, _)| *s == b && slots.is_none_or(|so| so == *o))
+            })
+            .map_or(&self.space, |(_, _, s)| s)
     }
 }
 
-/// The brick shape of the tuned kernel at order `p` where the GPU benchmark of `name` runs
-/// its defaults on stored geometry and that kernel needs a brick-sorted box
+/// The brick shape and slot order of the tuned kernel at order `p` where the GPU benchmark
+/// of `name` runs its defaults on stored geometry and that kernel needs a brick-sorted box
 /// (`BpConfig::tuned_on_bricks`); `None` otherwise.
 fn default_bricks(
     name: BpName,
@@ -436,7 +466,7 @@ fn default_bricks(
     gpu: bool,
     geos: &[GeometryMode],
     p: usize,
-) -> Option<[usize; 3]> {
+) -> Option<([usize; 3], SlotOrder)> {
     let defaults = gpu
         && name == BpName::Bp1
         && a.kernel.is_empty()
@@ -450,7 +480,8 @@ fn default_bricks(
     #[cfg(feature = "cuda")]
     {
         use ferrofem_cuda::bp::{BpConfig, GeoMode};
-        BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p).and_then(|c| c.bricks)
+        BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
+            .and_then(|c| c.bricks.map(|b| (b, c.lattice_slots)))
     }
     #[cfg(not(feature = "cuda"))]
     {
@@ -459,7 +490,11 @@ fn default_bricks(
     }
 }
 
-fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, CliError> {
+fn problem(
+    p: usize,
+    a: &BpArgs,
+    auto: Option<([usize; 3], SlotOrder)>,
+) -> Result<Problem, CliError> {
     let t = Instant::now();
     let n = elems_per_dir(p, a.dofs);
     // (each brick also as the columns the lattice kernel walks in steps, v31)
@@ -473,8 +508,16 @@ fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, Cl
         .iter()
         .flatten()
         .flat_map(|b| steps.iter().map(move |&s| [b[0], b[1], b[2] * s]))
-        .chain(auto)
+        .chain(auto.map(|a| a.0))
         .collect();
+    // the slot orders to number the bricks in: those asked for, else the tuned kernel's
+    // (the defaults), else lexicographic (the brick kernels', and the lattice kernel's
+    // when asked for without one)
+    let orders: Vec<SlotOrder> = if !a.slot_order.is_empty() {
+        a.slot_order.iter().map(|o| o.order()).collect()
+    } else {
+        vec![auto.map_or(SlotOrder::Lexicographic, |a| a.1)]
+    };
     // the largest brick per axis: the box takes a multiple of it, its cells sorted into it
     let big = shapes.iter().fold([1; 3], |m, s| {
         [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
@@ -497,8 +540,10 @@ fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, Cl
     let natural = H1Space::new(&mesh, p, 1)?;
     let mut bricked = Vec::new();
     for &s in &shapes {
-        if !bricked.iter().any(|(b, _)| *b == s) {
-            bricked.push((s, natural.bricked(s)?.0));
+        for &o in &orders {
+            if !bricked.iter().any(|(b, bo, _)| *b == s && *bo == o) {
+                bricked.push((s, o, natural.bricked_in(s, o)?.0));
+            }
         }
     }
     let space = if a.numbering == Numbering::InteriorLast {
@@ -510,7 +555,7 @@ fn problem(p: usize, a: &BpArgs, auto: Option<[usize; 3]>) -> Result<Problem, Cl
         mesh,
         space,
         bricked,
-        auto_bricks: auto,
+        auto_bricks: auto.map(|a| a.0),
         prep_s: t.elapsed().as_secs_f64(),
         reorder: format!("{:?}", a.reorder).to_lowercase(),
     })
@@ -709,6 +754,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.lattice_steps.clear();
         base.lattice_boundary.clear();
         base.split_lines.clear();
+        base.slot_order.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -730,6 +776,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
+    let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -936,7 +983,8 @@ mod gpu {
     use super::*;
     use ferrofem_cuda::blas::GpuBlas;
     use ferrofem_cuda::bp::{
-        label_part, BpConfig, GeoMode, GeoPrefetch, GpuBp, LatticeBoundary, SkeletonZeroing,
+        label_part, slot_order_tag, BpConfig, GeoMode, GeoPrefetch, GpuBp, LatticeBoundary,
+        SkeletonZeroing,
     };
     use ferrofem_cuda::krylov::GpuKrylov;
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
@@ -997,6 +1045,7 @@ mod gpu {
             lattice_steps: 1,
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
+            lattice_slots: SlotOrder::Lexicographic,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1115,6 +1164,11 @@ mod gpu {
         {
             cfg.split_lines = sl;
         }
+        if let (Some(&so), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.slot_order.first(), cfg.variant)
+        {
+            cfg.lattice_slots = so.order();
+        }
         let mut bricks = bricks;
         if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
             (a.lattice_steps.first(), cfg.variant)
@@ -1124,7 +1178,10 @@ mod gpu {
             cfg.bricks = bricks;
             cfg.lattice_steps = s;
         }
-        let space = prob.space_for(bricks);
+        let space = prob.space_for(
+            bricks,
+            (cfg.variant == ferrofem_cuda::bp::Variant::Lattice).then_some(cfg.lattice_slots),
+        );
         let op = GpuBp::<T>::new(dev, &prob.mesh, space, cfg).map_err(ge)?;
         dev.synchronize().map_err(ge)?;
         let setup = t0.elapsed().as_secs_f64();
@@ -1204,7 +1261,8 @@ mod gpu {
                 String::new()
             }
             + &label_part('+', cfg.lattice_boundary.tag())
-            + if cfg.split_lines { "+sl" } else { "" };
+            + if cfg.split_lines { "+sl" } else { "" }
+            + &label_part('+', slot_order_tag(cfg.lattice_slots));
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let (scfg, own_kernel) = solve_config(
@@ -1291,13 +1349,13 @@ mod tests {
         let none = args(&[]);
         for p in 1..=8 {
             let want = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
-                .and_then(|c| c.bricks);
+                .and_then(|c| c.bricks.map(|b| (b, c.lattice_slots)));
             assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, p), want);
             let both = [GeometryMode::Stored, GeometryMode::OnTheFly];
             assert_eq!(default_bricks(BpName::Bp1, &none, true, &both, p), want);
         }
         assert_eq!(
-            default_bricks(BpName::Bp1, &none, true, &stored, 3),
+            default_bricks(BpName::Bp1, &none, true, &stored, 3).map(|d| d.0),
             Some([4, 4, 2])
         );
         assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 7), None);
