@@ -923,6 +923,22 @@ case "$MODE" in
       done
     fi
     ;;
+  v53)
+    # v36: the skeleton kept in L2's persisting set-aside around the apply, BP1 stored
+    # p = 3..8 defaults (ring slots at 3..6) twice, BP3 and BP3.5 at p = 4, 7; Nsight Compute's DRAM
+    # bytes at p = 6 both ways (caches not flushed, so the window's effect shows)
+    "$BIN/ferrofem" info | grep -i "gpu 0"
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored --l2-resident false,true; done
+    for bp in bp3 bp3.5; do bench $bp --backend cuda --order 4,7 --geo stored --l2-resident false,true; done
+    if command -v ncu >/dev/null; then
+      for r in false true; do
+        f="$OUT/ncu26-bp1-p6-l2r-$r"
+        NCU_EXTRA="--cache-control none" ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 6 --l2-resident $r
+        echo "== ncu26 bp1 p6 l2-resident $r"
+        grep -E "gpu__time|lts__t_sectors_srcunit_tex.sum|dram__|ERR" "$f.txt" | head -20
+      done
+    fi
+    ;;
   final15)
     # the fifteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8
     # twice (lattice with the offsets in shared memory at 3..6, p = 4 on 2x2x1 bricks),

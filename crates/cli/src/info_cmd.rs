@@ -23,6 +23,8 @@ struct GpuInfo {
     multiprocessors: usize,
     memory_gib: f64,
     l2_mib: f64,
+    /// The L2 a context may set aside for persisting accesses.
+    l2_persisting_mib: f64,
     driver_version: i32,
     copy_gbytes_per_s: f64,
 }
@@ -66,8 +68,8 @@ pub fn run(a: InfoArgs) -> Result<(), CliError> {
     }
     for g in &info.gpus {
         println!(
-            "gpu {}      {} (sm_{}), {} SMs, {:.1} GiB, L2 {:.0} MiB, driver {}; copy bandwidth {:.0} GB/s (read + write)",
-            g.ordinal, g.name, g.compute_capability, g.multiprocessors, g.memory_gib, g.l2_mib, g.driver_version, g.copy_gbytes_per_s
+            "gpu {}      {} (sm_{}), {} SMs, {:.1} GiB, L2 {:.0} MiB ({:.1} MiB persisting), driver {}; copy bandwidth {:.0} GB/s (read + write)",
+            g.ordinal, g.name, g.compute_capability, g.multiprocessors, g.memory_gib, g.l2_mib, g.l2_persisting_mib, g.driver_version, g.copy_gbytes_per_s
         );
     }
     Ok(())
@@ -102,6 +104,7 @@ fn gpu_info(info: &mut Info, bytes: usize) {
                     multiprocessors: d.sm_count(),
                     memory_gib: d.total_mem() as f64 / (1u64 << 30) as f64,
                     l2_mib: d.l2_bytes() as f64 / (1u64 << 20) as f64,
+                    l2_persisting_mib: d.l2_persisting_max() as f64 / (1u64 << 20) as f64,
                     driver_version: d.driver_version(),
                     copy_gbytes_per_s: bw / 1e9,
                 });
