@@ -924,6 +924,7 @@ case "$MODE" in
     fi
     ;;
   v53)
+    # (v36's option was removed after this run: notes/gpu-bp.md, v36 outcome)
     # v36: the skeleton kept in L2's persisting set-aside around the apply, BP1 stored
     # p = 3..8 defaults (ring slots at 3..6) twice, BP3 and BP3.5 at p = 4, 7; Nsight Compute's DRAM
     # bytes at p = 6 both ways (caches not flushed, so the window's effect shows)
@@ -938,6 +939,12 @@ case "$MODE" in
         grep -E "gpu__time|lts__t_sectors_srcunit_tex.sum|dram__|ERR" "$f.txt" | head -20
       done
     fi
+    ;;
+  final16)
+    # the sixteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8
+    # twice (lattice with ring slots at 3..6), and the full-BP solve at p = 4, 6
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 4,6 --geo stored --solve 1e-8
     ;;
   final15)
     # the fifteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8

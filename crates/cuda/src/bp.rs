@@ -312,12 +312,6 @@ pub struct BpConfig {
     /// scatter their columns in ring order, so that a warp's loads and atomic adds of the
     /// boundary fall in fewer L2 sectors.
     pub lattice_slots: SlotOrder,
-    /// v36: the output's skeleton part (the nodes the fill zeroes and the atomics add into,
-    /// first in an interior-last or bricked numbering) marked persisting in L2 across the
-    /// fill and the apply, up to the device's set-aside: those zeros need not reach DRAM,
-    /// nor the atomics read them back. Only with a skeleton prefix (interior-last or
-    /// bricks); ignored on a device without a persisting set-aside.
-    pub l2_resident_skeleton: bool,
 }
 
 /// The tag of a slot order in kernel names and bench labels (empty for the default).
@@ -619,7 +613,6 @@ impl BpConfig {
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
             lattice_slots: SlotOrder::Lexicographic,
-            l2_resident_skeleton: false,
         }
     }
 
@@ -661,9 +654,6 @@ pub struct GpuBp<T: GpuReal> {
     /// With bricks: the space's brick layout (the diagonal kernel rebuilds the full
     /// restriction from it and the brick offsets when asked).
     brick_layout: Option<ferrofem_space::BrickLayout>,
-    /// v36: the access-policy window over the output's skeleton (bytes, the fraction of
-    /// it marked persisting) set on the stream around each apply.
-    l2_window: Option<(usize, f32)>,
 }
 
 /// The layout of a brick of `shape` elements of order `p` (slots and positions only).
@@ -1814,7 +1804,6 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         lattice_boundary: LatticeBoundary::Global,
         split_lines: false,
         lattice_slots: SlotOrder::Lexicographic,
-        l2_resident_skeleton: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2362,20 +2351,6 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             ));
         }
     }
-    // v36: the skeleton kept in L2 around the apply (the same kernels; the tests apply
-    // them twice with the window set): the lattice defaults and the one-element BP1 ones
-    for p in 3..=8 {
-        let t = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
-            .unwrap_or_else(|| BpConfig::tuned(TensorKind::Mass, GeoMode::Stored, p));
-        lattice.push((
-            BpConfig {
-                l2_resident_skeleton: true,
-                ..t
-            },
-            p,
-            false,
-        ));
-    }
     for c in lattice {
         if !v.contains(&c) {
             v.push(c);
@@ -2621,21 +2596,8 @@ impl<T: GpuReal> GpuBp<T> {
                 .map(|v| DeviceVec::from_host(dev, &v, "brick slot positions"))
                 .transpose()?,
             brick_layout: cfg.bricks.and(space.brick_layout()),
-            l2_window: None,
         };
-        if cfg.l2_resident_skeleton {
-            if !(cfg.interior_last || cfg.bricks.is_some()) {
-                return Err(GpuError::Unsupported(
-                    "an L2-resident skeleton (v36) needs a skeleton prefix: an interior-last or bricked numbering".into(),
-                ));
-            }
-            let (limit, window) = (dev.l2_persisting_max(), dev.access_window_max());
-            if limit > 0 && window > 0 && nskel > 0 {
-                dev.set_l2_persisting(limit)?;
-                let bytes = (nskel * T::BYTES).min(window);
-                op.l2_window = Some((bytes, (limit as f64 / bytes as f64).min(1.0) as f32));
-            }
-        }
+
         if let Some(own) = pipeline_own {
             let chunks = if cfg.pipeline_chunks > 0 {
                 cfg.pipeline_chunks as usize
@@ -2727,63 +2689,7 @@ impl<T: GpuReal> GpuBp<T> {
                 got: u.len().min(v.len()),
             });
         }
-        let Some(w) = self.l2_window else {
-            return self.apply_launches(u, v);
-        };
-        self.skeleton_window(v, w.0, w.1)?;
-        let r = self.apply_launches(u, v);
-        // (later work on the stream streams through L2 as usual)
-        self.skeleton_window(v, 0, 0.0)?;
-        r
-    }
 
-    /// v36: the share of the skeleton's bytes marked persisting in L2 around each apply
-    /// (`None` without [`BpConfig::l2_resident_skeleton`] or a set-aside on the device).
-    pub fn l2_resident_share(&self) -> Option<f64> {
-        self.l2_window
-            .map(|(bytes, ratio)| bytes as f64 * ratio as f64 / (self.nskel * T::BYTES) as f64)
-    }
-
-    /// v36: marks the first `bytes` of `v` on the stream as an access-policy window,
-    /// `ratio` of it persisting in L2 (the rest normal); `bytes` 0 removes the window.
-    fn skeleton_window(
-        &self,
-        v: &mut DeviceVec<T>,
-        bytes: usize,
-        ratio: f32,
-    ) -> Result<(), GpuError> {
-        use cudarc::driver::{sys, DevicePtrMut};
-        let stream = self.dev.stream();
-        let (ptr, _sync) = v.slice_mut().device_ptr_mut(stream);
-        // SAFETY: an all-zero attribute value is valid; its window is set below.
-        let mut val: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };
-        val.accessPolicyWindow = sys::CUaccessPolicyWindow {
-            base_ptr: if bytes > 0 {
-                ptr as *mut std::ffi::c_void
-            } else {
-                std::ptr::null_mut()
-            },
-            num_bytes: bytes,
-            hitRatio: ratio,
-            hitProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_PERSISTING,
-            missProp: sys::CUaccessProperty::CU_ACCESS_PROPERTY_NORMAL,
-        };
-        // SAFETY: the stream is this device's; the window lies inside `v` (bytes is at most
-        // the skeleton's, which `v`'s length covers) or is empty.
-        unsafe {
-            sys::cuStreamSetAttribute(
-                stream.cu_stream(),
-                sys::CUstreamAttrID::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
-                &val,
-            )
-        }
-        .result()
-        .map_err(|e| GpuError::driver("setting the skeleton's L2 window", e))
-    }
-
-    /// The fill (where the host zeroes the skeleton) and the element kernel's launches of
-    /// [`GpuBp::apply`].
-    fn apply_launches(&self, u: &DeviceVec<T>, v: &mut DeviceVec<T>) -> Result<(), GpuError> {
         // interior nodes are stored, not accumulated: only the skeleton part needs zeroing,
         // and not here when the kernel's blocks zero what they own
         match (

@@ -41,10 +41,9 @@ pub struct GpuDevice {
     compute_capability: (i32, i32),
     sm_count: usize,
     l2_bytes: usize,
-    /// The most L2 a context may set aside for persisting accesses, and the largest
-    /// access-policy window (0 where the device has none).
+    /// The most L2 a context may set aside for persisting accesses (0 where the device has
+    /// no such set-aside).
     l2_persisting_max: usize,
-    access_window_max: usize,
     total_mem: usize,
     max_shared_per_block_optin: usize,
     driver_version: i32,
@@ -94,8 +93,6 @@ impl GpuDevice {
             .map_err(|e| GpuError::driver("reading attributes", e))?;
         let l2_persisting_max =
             attr(A::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE).unwrap_or(0);
-        let access_window_max =
-            attr(A::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE).unwrap_or(0);
         let max_shared_per_block_optin =
             attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
                 .map_err(|e| GpuError::driver("reading attributes", e))?;
@@ -116,7 +113,6 @@ impl GpuDevice {
             sm_count,
             l2_bytes,
             l2_persisting_max,
-            access_window_max,
             max_shared_per_block_optin,
             driver_version,
             cache,
@@ -164,28 +160,6 @@ impl GpuDevice {
         self.l2_persisting_max
     }
 
-    /// The largest access-policy window (bytes) a stream may mark; 0 where none.
-    pub fn access_window_max(&self) -> usize {
-        self.access_window_max
-    }
-
-    /// Sets aside `bytes` of L2 for persisting accesses (at most
-    /// [`GpuDevice::l2_persisting_max`]) for this device's context; what an access-policy
-    /// window marks persisting then stays in that part of L2 against streaming traffic.
-    pub fn set_l2_persisting(&self, bytes: usize) -> Result<(), GpuError> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(|e| GpuError::driver("binding the context", e))?;
-        // SAFETY: the context is bound to this thread; the limit is a plain size.
-        unsafe {
-            sys::cuCtxSetLimit(
-                sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
-                bytes.min(self.l2_persisting_max),
-            )
-        }
-        .result()
-        .map_err(|e| GpuError::driver("setting the persisting L2 size", e))
-    }
     /// Device memory in bytes.
     pub fn total_mem(&self) -> usize {
         self.total_mem

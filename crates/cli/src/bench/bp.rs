@@ -241,13 +241,6 @@ pub struct BpArgs {
     /// kernel ignore it; the label's `+ring` shows where it applied.
     #[arg(long, value_enum, value_delimiter = ',')]
     slot_order: Vec<SlotArg>,
-    /// v36: keep the output's skeleton (what the fill zeroes and the atomics add into) in
-    /// L2's persisting set-aside across the fill and the apply (`true`), or not; comma-
-    /// separated to measure both (default: the tuned choice). Kernels on a numbering
-    /// without a skeleton prefix ignore it; the label's `+l2rNN` shows where it applied and
-    /// the per cent of the skeleton the set-aside holds.
-    #[arg(long, value_delimiter = ',')]
-    l2_resident: Vec<bool>,
     /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
     /// in the sorted box, along the Morton curve of their coordinates (default) or
     /// lexicographic.
@@ -762,7 +755,6 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.lattice_boundary.clear();
         base.split_lines.clear();
         base.slot_order.clear();
-        base.l2_resident.clear();
         return vec![base];
     }
     let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
@@ -785,7 +777,6 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
     let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
-    let all = split(all, &a.l2_resident, |c, v| c.l2_resident = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
@@ -1055,7 +1046,6 @@ mod gpu {
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
             lattice_slots: SlotOrder::Lexicographic,
-            l2_resident_skeleton: false,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1188,9 +1178,6 @@ mod gpu {
             cfg.bricks = bricks;
             cfg.lattice_steps = s;
         }
-        if let Some(&r) = a.l2_resident.first() {
-            cfg.l2_resident_skeleton = r && (cfg.interior_last || cfg.bricks.is_some());
-        }
         let space = prob.space_for(
             bricks,
             (cfg.variant == ferrofem_cuda::bp::Variant::Lattice).then_some(cfg.lattice_slots),
@@ -1275,10 +1262,7 @@ mod gpu {
             }
             + &label_part('+', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "+sl" } else { "" }
-            + &label_part('+', slot_order_tag(cfg.lattice_slots))
-            + &op
-                .l2_resident_share()
-                .map_or(String::new(), |f| format!("+l2r{:.0}", 100.0 * f));
+            + &label_part('+', slot_order_tag(cfg.lattice_slots));
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let (scfg, own_kernel) = solve_config(
