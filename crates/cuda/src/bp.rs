@@ -2219,28 +2219,11 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 v.push((c, p, true));
             }
         }
-        for boundary in [
-            LatticeBoundary::Global,
-            LatticeBoundary::SharedOffsets,
-            LatticeBoundary::Staged,
-        ] {
-            for zeroing in [
-                SkeletonZeroing::Host,
-                SkeletonZeroing::Owner,
-                SkeletonZeroing::Overlapped,
-            ] {
-                v.push((
-                    BpConfig {
-                        split_lines: true,
-                        lattice_boundary: boundary,
-                        skeleton_zeroing: zeroing,
-                        min_blocks: uncapped_for_owner(zeroing, t.min_blocks),
-                        ..t
-                    },
-                    p,
-                    false,
-                ));
-            }
+        for c in every_boundary_and_zeroing(BpConfig {
+            split_lines: true,
+            ..t
+        }) {
+            v.push((c, p, false));
         }
         // (cap 4 spills at p = 8's 416-thread blocks)
         let caps: &[Option<u32>] = if p < 8 {
@@ -2306,27 +2289,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             p,
             false,
         ));
-        for boundary in [
-            LatticeBoundary::Global,
-            LatticeBoundary::SharedOffsets,
-            LatticeBoundary::Staged,
-        ] {
-            for zeroing in [
-                SkeletonZeroing::Host,
-                SkeletonZeroing::Owner,
-                SkeletonZeroing::Overlapped,
-            ] {
-                v.push((
-                    BpConfig {
-                        lattice_boundary: boundary,
-                        skeleton_zeroing: zeroing,
-                        min_blocks: uncapped_for_owner(zeroing, tr.min_blocks),
-                        ..tr
-                    },
-                    p,
-                    false,
-                ));
-            }
+        for c in every_boundary_and_zeroing(tr) {
+            v.push((c, p, false));
         }
         v.push((
             BpConfig {
@@ -2354,6 +2318,32 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
     for c in lattice {
         if !v.contains(&c) {
             v.push(c);
+        }
+    }
+    v
+}
+
+/// `c` with each lattice boundary form and each skeleton zeroing the lattice kernel takes
+/// (owner zeroing uncapped where its flags need the registers): the combinations the GPU
+/// tests cover for a lattice variant.
+fn every_boundary_and_zeroing(c: BpConfig) -> Vec<BpConfig> {
+    let mut v = Vec::new();
+    for boundary in [
+        LatticeBoundary::Global,
+        LatticeBoundary::SharedOffsets,
+        LatticeBoundary::Staged,
+    ] {
+        for zeroing in [
+            SkeletonZeroing::Host,
+            SkeletonZeroing::Owner,
+            SkeletonZeroing::Overlapped,
+        ] {
+            v.push(BpConfig {
+                lattice_boundary: boundary,
+                skeleton_zeroing: zeroing,
+                min_blocks: uncapped_for_owner(zeroing, c.min_blocks),
+                ..c
+            });
         }
     }
     v
