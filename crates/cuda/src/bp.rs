@@ -2252,24 +2252,29 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             p,
             true,
         ));
-        // v35: the boundary's slots in ring order, on every shape (the offsets in shared
-        // memory), the tuned choice in both precisions, uncapped, rolled the other way,
-        // with each boundary form and each zeroing, split lines, and walked in a column
-        let ring = |c: BpConfig| BpConfig {
-            lattice_slots: SlotOrder::Ring,
-            ..c
-        };
+        // v35: the boundary's slots in ring order on every shape (the offsets in shared
+        // memory); and the tuned choice with the other slot order than its own (ring where
+        // the tuned lattice is lexicographic, p = 1, 2, 7, 8; lexicographic, the earlier
+        // defaults, at p = 3..6) in both precisions, uncapped, rolled the other way, with
+        // each boundary form and each zeroing, split lines, and walked in a column
         for shape in lattice_shapes(p) {
             v.push((
-                ring(BpConfig {
+                BpConfig {
                     lattice_boundary: LatticeBoundary::SharedOffsets,
+                    lattice_slots: SlotOrder::Ring,
                     ..BpConfig::lattice(shape)
-                }),
+                },
                 p,
                 false,
             ));
         }
-        let tr = ring(t);
+        let tr = BpConfig {
+            lattice_slots: match t.lattice_slots {
+                SlotOrder::Lexicographic => SlotOrder::Ring,
+                SlotOrder::Ring => SlotOrder::Lexicographic,
+            },
+            ..t
+        };
         v.push((tr, p, false));
         v.push((tr, p, true));
         v.push((
