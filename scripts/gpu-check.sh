@@ -940,6 +940,26 @@ case "$MODE" in
       done
     fi
     ;;
+  v54)
+    # v37: output and restriction offsets in compressible memory, plain / output / offsets /
+    # both, BP1 stored p = 3..8 defaults twice; BP3 and BP3.5 stored plain / both; Nsight
+    # Compute's DRAM bytes of the apply at p = 6 each way (caches as the bench leaves them)
+    C="--compressible-output false,true --compressible-indices false,true"
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored $C; done
+    for bp in bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored
+      bench $bp --backend cuda --order 3..8 --geo stored --compressible-output true --compressible-indices true
+    done
+    if command -v ncu >/dev/null; then
+      for co in false true; do for ci in false true; do
+        f="$OUT/ncu27-bp1-p6-out$co-idx$ci"
+        NCU_EXTRA="--cache-control none" ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 6 \
+          --compressible-output $co --compressible-indices $ci
+        echo "== ncu27 bp1 p6 compressible output $co indices $ci"
+        grep -E "gpu__time|lts__t_sectors_srcunit_tex.sum|fabric|dram__|ERR" "$f.txt" | head -20
+      done; done
+    fi
+    ;;
   final16)
     # the sixteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8
     # twice (lattice with ring slots at 3..6), and the full-BP solve at p = 4, 6

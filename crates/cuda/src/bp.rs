@@ -312,6 +312,10 @@ pub struct BpConfig {
     /// scatter their columns in ring order, so that a warp's loads and atomic adds of the
     /// boundary fall in fewer L2 sectors.
     pub lattice_slots: SlotOrder,
+    /// v37: the restriction's offsets in compressible memory (generic data compression,
+    /// [`DeviceVec::zeros_compressible`]), so that runs of consecutive indices may cost
+    /// less DRAM traffic; plain memory where the device cannot compress.
+    pub compressible_indices: bool,
 }
 
 /// The tag of a slot order in kernel names and bench labels (empty for the default).
@@ -613,6 +617,7 @@ impl BpConfig {
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
             lattice_slots: SlotOrder::Lexicographic,
+            compressible_indices: false,
         }
     }
 
@@ -654,6 +659,27 @@ pub struct GpuBp<T: GpuReal> {
     /// With bricks: the space's brick layout (the diagonal kernel rebuilds the full
     /// restriction from it and the brick offsets when asked).
     brick_layout: Option<ferrofem_space::BrickLayout>,
+}
+
+/// The restriction's offsets on the device, in compressible memory when asked and the
+/// device can compress (plain memory otherwise).
+fn upload_indices(
+    dev: &Arc<GpuDevice>,
+    host: &[u32],
+    compressible: bool,
+) -> Result<DeviceVec<u32>, GpuError> {
+    const WHAT: &str = "restriction offsets";
+    if compressible {
+        match DeviceVec::<u32>::zeros_compressible(dev, host.len(), WHAT) {
+            Ok(mut v) => {
+                v.upload(host)?;
+                return Ok(v);
+            }
+            Err(GpuError::Unsupported(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    DeviceVec::from_host(dev, host, WHAT)
 }
 
 /// The layout of a brick of `shape` elements of order `p` (slots and positions only).
@@ -1804,6 +1830,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         lattice_boundary: LatticeBoundary::Global,
         split_lines: false,
         lattice_slots: SlotOrder::Lexicographic,
+        compressible_indices: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2571,7 +2598,7 @@ impl<T: GpuReal> GpuBp<T> {
             dyn_smem,
             block,
             grid,
-            offsets: DeviceVec::from_host(dev, &offsets_host, "restriction offsets")?,
+            offsets: upload_indices(dev, &offsets_host, cfg.compressible_indices)?,
             nskel,
             geo,
             mats: DeviceVec::from_host(dev, &mats_t, "1-D matrices")?,
@@ -2664,6 +2691,12 @@ impl<T: GpuReal> GpuBp<T> {
     pub fn grid(&self) -> u32 {
         self.grid
     }
+    /// Whether the restriction's offsets live in compressible memory
+    /// ([`BpConfig::compressible_indices`] on a device that compresses).
+    pub fn indices_compressible(&self) -> bool {
+        self.offsets.is_compressible()
+    }
+
     /// Registers per thread of the compiled kernel.
     pub fn registers(&self) -> i32 {
         self.func.num_regs().unwrap_or(-1)

@@ -389,8 +389,9 @@ fn bp3_pitched_layouts_match_the_cpu_twin_in_every_launch() {
 }
 
 /// An operator's output in compressible memory matches the CPU twin, as plain memory does
-/// in the other tests (every BP, both ways of zeroing the skeleton), and such vectors copy
-/// and free cleanly.
+/// in the other tests (every BP, both ways of zeroing the skeleton, and BP1's lattice
+/// defaults at p = 3..6), with the restriction's offsets in plain or compressible memory
+/// (v37), and such vectors copy and free cleanly.
 #[test]
 fn compressible_output_matches_the_cpu_twin() {
     use ferrofem_cuda::bp::SkeletonZeroing;
@@ -424,10 +425,16 @@ fn compressible_output_matches_the_cpu_twin() {
         let space = H1Space::new(&m, p, 1).unwrap().interior_last();
         let x = random_vector(space.num_dofs(), 5);
         let want = cpu_apply(&m, &space, kind, &x);
-        for zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Owner] {
+        for (zeroing, indices) in [
+            (SkeletonZeroing::Host, false),
+            (SkeletonZeroing::Owner, false),
+            (SkeletonZeroing::Host, true),
+        ] {
             let mut cfg = BpConfig::tuned(kind, ferrofem_cuda::bp::GeoMode::Stored, p);
             cfg.skeleton_zeroing = zeroing;
+            cfg.compressible_indices = indices;
             let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
+            assert_eq!(op.indices_compressible(), indices);
             let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
             let mut v = DeviceVec::<f64>::zeros_compressible(&dev, x.len(), "y").unwrap();
             v.upload(&vec![f64::NAN; x.len()]).unwrap();
@@ -436,13 +443,58 @@ fn compressible_output_matches_the_cpu_twin() {
                 let err = rel_err(&v.to_host().unwrap(), &want);
                 assert!(
                     err < 1e-12,
-                    "{} p={p} {zeroing:?}: rel err {err:e}",
+                    "{} p={p} {zeroing:?} compressible indices {indices}: rel err {err:e}",
                     kind.name()
                 );
                 checked += 1;
             }
         }
     }
+    // BP1's lattice defaults on a brick-sorted perturbed box, output and offsets compressible
+    for p in 3..=6 {
+        let cfg =
+            BpConfig::tuned_on_bricks(TensorKind::Mass, ferrofem_cuda::bp::GeoMode::Stored, p)
+                .unwrap();
+        let shape = cfg.bricks.unwrap();
+        let grid = [3 * shape[0], 2 * shape[1], 2 * shape[2]];
+        let mut m = generate_box(
+            &BoxSpec::parse(&format!(
+                "hex:{}x{}x{},perturb=0.25,seed=5",
+                grid[0], grid[1], grid[2]
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        m.sort_cells_in_bricks(grid, shape).unwrap();
+        let space = H1Space::new(&m, p, 1)
+            .unwrap()
+            .bricked_in(shape, cfg.lattice_slots)
+            .unwrap()
+            .0;
+        let x = random_vector(space.num_dofs(), p as u64 + 90);
+        let want = cpu_apply(&m, &space, TensorKind::Mass, &x);
+        for indices in [false, true] {
+            let cfg = BpConfig {
+                compressible_indices: indices,
+                ..cfg
+            };
+            let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
+            assert_eq!(op.indices_compressible(), indices);
+            let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
+            let mut v = DeviceVec::<f64>::zeros_compressible(&dev, x.len(), "y").unwrap();
+            v.upload(&vec![f64::NAN; x.len()]).unwrap();
+            for _ in 0..3 {
+                op.apply(&u, &mut v).unwrap();
+                let err = rel_err(&v.to_host().unwrap(), &want);
+                assert!(
+                    err < 1e-12,
+                    "lattice p={p} compressible indices {indices}: rel err {err:e}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 4 * 3 * 3 + 4 * 2 * 3);
     eprintln!("compressible output: {checked} applications match the CPU twin");
 }
 

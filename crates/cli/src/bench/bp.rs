@@ -315,6 +315,10 @@ pub struct BpArgs {
     /// (`false,true`; default false).
     #[arg(long, value_delimiter = ',')]
     compressible_output: Vec<bool>,
+    /// GPU (v37): the restriction's offsets in compressible memory; comma-separated to
+    /// measure both (`false,true`; default: the tuned choice).
+    #[arg(long, value_delimiter = ',')]
+    compressible_indices: Vec<bool>,
     /// GPU, v2 kernels: a thread block per brick of `AxBxC` elements (v19: the faces
     /// inside a brick summed in shared memory, only brick boundaries added atomically), or
     /// `none`; comma-separated to measure several on one mesh (e.g. `none,2x2x1,2x2x2`).
@@ -742,6 +746,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.zero_ahead.clear();
         base.pipeline_chunks.clear();
         base.compressible_output.clear();
+        base.compressible_indices.clear();
         base.evict_first.clear();
         base.late_indices.clear();
         base.pencil_weights.clear();
@@ -764,6 +769,9 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.pipeline_chunks, |c, v| c.pipeline_chunks = v);
     let all = split(all, &a.compressible_output, |c, v| {
         c.compressible_output = v
+    });
+    let all = split(all, &a.compressible_indices, |c, v| {
+        c.compressible_indices = v
     });
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
@@ -1046,6 +1054,7 @@ mod gpu {
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
             lattice_slots: SlotOrder::Lexicographic,
+            compressible_indices: false,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1064,6 +1073,7 @@ mod gpu {
             cfg.pencil_weights = t.pencil_weights;
             cfg.conflict_free_pitches = t.conflict_free_pitches;
             cfg.slot_arithmetic = t.slot_arithmetic;
+            cfg.compressible_indices = t.compressible_indices;
         }
         if let Some(&c) = a.groups_in_sequence.first() {
             cfg.groups_in_sequence = c;
@@ -1169,6 +1179,9 @@ mod gpu {
         {
             cfg.lattice_slots = so.order();
         }
+        if let Some(&ci) = a.compressible_indices.first() {
+            cfg.compressible_indices = ci;
+        }
         let mut bricks = bricks;
         if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
             (a.lattice_steps.first(), cfg.variant)
@@ -1252,7 +1265,11 @@ mod gpu {
                 String::new()
             },
             if v.is_compressible() { "+cmp" } else { "" }
-        ) + &cfg
+        ) + if op.indices_compressible() {
+            "+cmpi"
+        } else {
+            ""
+        } + &cfg
             .bricks
             .map_or(String::new(), |b| format!("+b{}x{}x{}", b[0], b[1], b[2]))
             + &if cfg.lattice_steps > 1 {
