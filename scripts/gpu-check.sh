@@ -960,6 +960,25 @@ case "$MODE" in
       done; done
     fi
     ;;
+  final17)
+    # the seventeenth session's defaults (v37: offsets and output in compressible memory)
+    # after all GPU tests: BP1 stored p = 3..8 twice, and the full-BP solves at p = 4, 6, 7
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 4,6,7 --geo stored --solve 1e-8
+    ;;
+  final17b)
+    # BP3 and BP3.5 stored p = 3..8 on the v37 defaults, the three BPs on the fly at p = 7
+    # (the aims), the lattice at p = 7, 8 with compression, and the lattice caps at
+    # p = 4..6 again now that DRAM binds less
+    for bp in bp3 bp3.5; do bench $bp --backend cuda --order 3..8 --geo stored; done
+    for bp in bp1 bp3 bp3.5; do bench $bp --backend cuda --order 7 --geo otf; done
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 7 --bricks 2x2x1 --min-blocks 3,4
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3
+    $L --order 4 --bricks 2x2x1 --min-blocks 10,12,14
+    $L --order 5 --bricks 2x2x1 --rolled true --min-blocks 0,6
+    $L --order 6 --bricks 2x2x1 --min-blocks 5,6,7
+    ;;
   final16)
     # the sixteenth session's defaults as one run (after all GPU tests): BP1 stored p = 3..8
     # twice (lattice with ring slots at 3..6), and the full-BP solve at p = 4, 6

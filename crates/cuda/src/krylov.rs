@@ -3,8 +3,9 @@
 
 use crate::blas::GpuBlas;
 use crate::bp::GpuBp;
-use crate::{DeviceVec, GpuError, GpuReal};
+use crate::{DeviceVec, GpuDevice, GpuError, GpuReal};
 use ferrofem_solver::{KrylovSpace, SolverError};
+use std::sync::Arc;
 
 /// A linear operator whose vectors live on the device.
 pub trait GpuLinearOperator<T: GpuReal> {
@@ -12,6 +13,11 @@ pub trait GpuLinearOperator<T: GpuReal> {
     fn dim(&self) -> usize;
     /// `y = A x`.
     fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError>;
+    /// A zero vector of length [`GpuLinearOperator::dim`] in the memory the operator's
+    /// output is fastest in (plain device memory unless the operator says otherwise).
+    fn output_vector(&self, dev: &Arc<GpuDevice>, what: &str) -> Result<DeviceVec<T>, GpuError> {
+        DeviceVec::zeros(dev, self.dim(), what)
+    }
 }
 
 impl<T: GpuReal> GpuLinearOperator<T> for GpuBp<T> {
@@ -20,6 +26,10 @@ impl<T: GpuReal> GpuLinearOperator<T> for GpuBp<T> {
     }
     fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError> {
         self.apply(x, y)
+    }
+    /// [`GpuBp::output_vector`] (compressible memory where configured).
+    fn output_vector(&self, _dev: &Arc<GpuDevice>, what: &str) -> Result<DeviceVec<T>, GpuError> {
+        GpuBp::output_vector(self, what)
     }
 }
 
@@ -75,6 +85,9 @@ impl<T: GpuReal, A: GpuLinearOperator<T>> GpuLinearOperator<T> for Constrained<'
             self.blas.copy_indices(x, y, d)?;
         }
         Ok(())
+    }
+    fn output_vector(&self, dev: &Arc<GpuDevice>, what: &str) -> Result<DeviceVec<T>, GpuError> {
+        self.op.output_vector(dev, what)
     }
 }
 
@@ -167,7 +180,10 @@ impl<T: GpuReal, A: GpuLinearOperator<T>> KrylovSpace<T> for GpuKrylov<'_, T, A>
         self.op.dim()
     }
     fn zeros(&self) -> Result<DeviceVec<T>, SolverError> {
-        DeviceVec::zeros(self.blas.device(), self.op.dim(), "Krylov vector").map_err(be)
+        // any of them may receive the operator's output: the operator's kind of memory
+        self.op
+            .output_vector(self.blas.device(), "Krylov vector")
+            .map_err(be)
     }
     fn dot(&self, a: &DeviceVec<T>, b: &DeviceVec<T>) -> Result<f64, SolverError> {
         self.blas.dot(a, b).map_err(be)

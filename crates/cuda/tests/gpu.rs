@@ -481,7 +481,9 @@ fn compressible_output_matches_the_cpu_twin() {
             let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
             assert_eq!(op.indices_compressible(), indices);
             let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
-            let mut v = DeviceVec::<f64>::zeros_compressible(&dev, x.len(), "y").unwrap();
+            // the defaults' output vector (v37: compressible)
+            let mut v = op.output_vector("y").unwrap();
+            assert!(v.is_compressible());
             v.upload(&vec![f64::NAN; x.len()]).unwrap();
             for _ in 0..3 {
                 op.apply(&u, &mut v).unwrap();

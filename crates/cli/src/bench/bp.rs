@@ -312,11 +312,11 @@ pub struct BpArgs {
     slot_arithmetic: Vec<bool>,
     /// GPU: the output vector in compressible memory (generic data compression), so that
     /// the skeleton's zeros cost less DRAM traffic; comma-separated to measure both
-    /// (`false,true`; default false).
+    /// (`false,true`; default: the tuned choice, true since v37).
     #[arg(long, value_delimiter = ',')]
     compressible_output: Vec<bool>,
     /// GPU (v37): the restriction's offsets in compressible memory; comma-separated to
-    /// measure both (`false,true`; default: the tuned choice).
+    /// measure both (`false,true`; default: the tuned choice, true).
     #[arg(long, value_delimiter = ',')]
     compressible_indices: Vec<bool>,
     /// GPU, v2 kernels: a thread block per brick of `AxBxC` elements (v19: the faces
@@ -1054,7 +1054,8 @@ mod gpu {
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
             lattice_slots: SlotOrder::Lexicographic,
-            compressible_indices: false,
+            compressible_indices: true,
+            compressible_output: true,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1182,6 +1183,9 @@ mod gpu {
         if let Some(&ci) = a.compressible_indices.first() {
             cfg.compressible_indices = ci;
         }
+        if let Some(&co) = a.compressible_output.first() {
+            cfg.compressible_output = co;
+        }
         let mut bricks = bricks;
         if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
             (a.lattice_steps.first(), cfg.variant)
@@ -1204,12 +1208,7 @@ mod gpu {
             .map(T::of)
             .collect();
         let u = DeviceVec::from_host(dev, &x, "input").map_err(ge)?;
-        let compressible = a.compressible_output.first().copied().unwrap_or(false);
-        let mut v = if compressible {
-            DeviceVec::<T>::zeros_compressible(dev, x.len(), "output").map_err(ge)?
-        } else {
-            DeviceVec::<T>::zeros(dev, x.len(), "output").map_err(ge)?
-        };
+        let mut v = op.output_vector("output").map_err(ge)?;
         let timer = GpuTimer::new(dev);
         let first = timer.time(0, 1, || op.apply(&u, &mut v)).map_err(ge)?[0];
         let times = timer
