@@ -960,6 +960,13 @@ case "$MODE" in
       done; done
     fi
     ;;
+  v55)
+    # v38: the skeleton fill as a driver memset on compressible memory against the reverse
+    # fill kernel, overlapped or not, BP1 stored p = 3..8 twice; the caps at p = 7, 8
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored --skeleton-zeroing overlapped,memset,host; done
+    bench bp1 --backend cuda --order 7 --geo stored --min-blocks 10,12,14,16
+    bench bp1 --backend cuda --order 8 --geo stored --min-blocks 6,8,10
+    ;;
   final17)
     # the seventeenth session's defaults (v37: offsets and output in compressible memory)
     # after all GPU tests: BP1 stored p = 3..8 twice, and the full-BP solves at p = 4, 6, 7
