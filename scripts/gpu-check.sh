@@ -967,6 +967,27 @@ case "$MODE" in
     bench bp1 --backend cuda --order 7 --geo stored --min-blocks 10,12,14,16
     bench bp1 --backend cuda --order 8 --geo stored --min-blocks 6,8,10
     ;;
+  v56)
+    # v39: the lattice brick's weights prefetched into L2 at the block's start: defaults
+    # p = 3..6 twice, the lattice at p = 7, 8, the one-element kernel's per-line prefetch at
+    # p = 7, 8; Nsight Compute at p = 7 (lattice cap 3) without and with, stalls included
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..6 --geo stored --geo-prefetch none,l2; done
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 7 --bricks 2x2x1 --min-blocks 3,4 --geo-prefetch none,l2
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --geo-prefetch none,l2
+    $L --order 7 --bricks 2x2x2 --min-blocks 0,2 --geo-prefetch l2
+    bench bp1 --backend cuda --order 7,8 --geo stored --geo-prefetch none,l2
+    if command -v ncu >/dev/null; then
+      for pf in none l2; do
+        f="$OUT/ncu28-bp1-p7-lat-cap3-pf$pf"
+        NCU_EXTRA="--section WarpStateStats --section Occupancy" \
+          ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 7 --kernel lattice --conflict-free true \
+            --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring --bricks 2x2x1 --min-blocks 3 --geo-prefetch $pf
+        echo "== ncu28 bp1 p7 lattice cap 3 prefetch $pf"
+        grep -E "Stall Long|Stall Barrier|Warp Cycles Per Issued|Achieved Occupancy|gpu__time|lts__t_sectors_srcunit_tex.sum|fabric|dram__|ERR" "$f.txt" | head -20
+      done
+    fi
+    ;;
   final17)
     # the seventeenth session's defaults (v37: offsets and output in compressible memory)
     # after all GPU tests: BP1 stored p = 3..8 twice, and the full-BP solves at p = 4, 6, 7

@@ -146,6 +146,10 @@ fn main() {
             if has("ring") {
                 cfg.lattice_slots = ferrofem_space::SlotOrder::Ring;
             }
+            // v39: the brick's weights prefetched into L2 at the block's start
+            if has("pfl2") {
+                cfg.geo_prefetch = GeoPrefetch::L2;
+            }
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
             } else if has("ov") {

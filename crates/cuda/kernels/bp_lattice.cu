@@ -153,6 +153,15 @@
 #ifndef RING
 #define RING 0
 #endif
+// GEOPF 2 (v39): the block's first thread asks for the brick's (column's) weights, which
+// phase 3 reads after two barriers, to be brought into L2 at the block's start (one bulk
+// prefetch), so that their DRAM latency overlaps the gather and the first contractions
+#ifndef GEOPF
+#define GEOPF 0
+#endif
+#if GEOPF != 0 && GEOPF != 2
+#error "the lattice kernel prefetches its weights into L2 (GEOPF 2) or not at all"
+#endif
 // columns on the ring of the (x, y) rectangle
 #define NRING (2 * (NX + NY) - 4)
 
@@ -331,6 +340,18 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     const u32 g = blockIdx.x;
     const int tid = threadIdx.x;
     if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
+#if GEOPF == 2 && __CUDA_ARCH__ >= 900
+    if (tid == 0) {
+        // [b0, b1): the column's weights; the prefetch wants 16-byte bounds, so the range is
+        // widened down to one and narrowed up to the other (a hint: a few bytes missed are
+        // read as usual)
+        const size_t b0 = (size_t)(geo + (size_t)g * (STEPS * BX * BY * BZ) * QQQ);
+        const size_t b1 = b0 + (size_t)(STEPS * BX * BY * BZ) * QQQ * sizeof(real);
+        const size_t a0 = b0 & ~(size_t)15;
+        const u32 bytes = (u32)((b1 - a0) & ~(size_t)15);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a0), "r"(bytes) : "memory");
+    }
+#endif
 #if ORD == 1
     {
         const u32 z1 = own[g + 1];

@@ -1353,9 +1353,10 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     }
     if cfg.geo_prefetch != GeoPrefetch::None
         && !(cfg.direct_geometry && cfg.geo == GeoMode::Stored && cfg.variant == Variant::Pencil)
+        && !(cfg.geo_prefetch == GeoPrefetch::L2 && cfg.variant == Variant::Lattice)
     {
         return Err(GpuError::Unsupported(
-            "a geometry prefetch needs the v2 kernel with direct stored-geometry loads".into(),
+            "a geometry prefetch needs the v2 kernel with direct stored-geometry loads (or, into L2, the lattice kernel)".into(),
         ));
     }
     if cfg.skeleton_zeroing.in_kernel()
@@ -2352,6 +2353,30 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 },
                 p,
                 false,
+            ));
+            // v39: the column's weights prefetched into L2 at the block's start
+            v.push((
+                BpConfig {
+                    bricks: Some(column),
+                    lattice_steps: steps,
+                    lattice_boundary: LatticeBoundary::SharedOffsets,
+                    min_blocks: None,
+                    geo_prefetch: GeoPrefetch::L2,
+                    ..tr
+                },
+                p,
+                false,
+            ));
+        }
+        // v39: the brick's weights prefetched into L2 at the block's start, both precisions
+        for f32 in [false, true] {
+            v.push((
+                BpConfig {
+                    geo_prefetch: GeoPrefetch::L2,
+                    ..t
+                },
+                p,
+                f32,
             ));
         }
     }

@@ -266,9 +266,11 @@ pub struct BpArgs {
     #[arg(long)]
     plain_contractions: bool,
     /// v2 with direct geometry loads: prefetch the factors at kernel start (`l1`, `l2`) or,
-    /// with register columns, load the weights into registers (`registers`).
-    #[arg(long, value_enum)]
-    geo_prefetch: Option<PrefetchArg>,
+    /// with register columns, load the weights into registers (`registers`); the lattice
+    /// kernel (v39): the brick's weights into L2 at the block's start (`l2`);
+    /// comma-separated to measure several (e.g. `none,l2`).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    geo_prefetch: Vec<PrefetchArg>,
     /// v2 with direct stored-geometry loads: the factors loaded with the evict-first cache
     /// policy, comma-separated to measure both on one mesh (`false,true`; default false).
     #[arg(long, value_delimiter = ',')]
@@ -747,6 +749,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.pipeline_chunks.clear();
         base.compressible_output.clear();
         base.compressible_indices.clear();
+        base.geo_prefetch.clear();
         base.evict_first.clear();
         base.late_indices.clear();
         base.pencil_weights.clear();
@@ -773,6 +776,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.compressible_indices, |c, v| {
         c.compressible_indices = v
     });
+    let all = split(all, &a.geo_prefetch, |c, v| c.geo_prefetch = v);
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.pencil_weights, |c, v| c.pencil_weights = v);
@@ -1114,7 +1118,7 @@ mod gpu {
                         && kernel != KernelArg::Slice2d
                         && !cfg.persistent);
         }
-        if let Some(pf) = a.geo_prefetch {
+        if let Some(&pf) = a.geo_prefetch.first() {
             cfg.geo_prefetch = match pf {
                 PrefetchArg::None => GeoPrefetch::None,
                 PrefetchArg::L1 => GeoPrefetch::L1,
@@ -1185,6 +1189,15 @@ mod gpu {
         }
         if let Some(&co) = a.compressible_output.first() {
             cfg.compressible_output = co;
+        }
+        if let (Some(&pf), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.geo_prefetch.first(), cfg.variant)
+        {
+            // v39: the lattice kernel prefetches into L2 or not at all
+            cfg.geo_prefetch = match pf {
+                PrefetchArg::L2 => GeoPrefetch::L2,
+                _ => GeoPrefetch::None,
+            };
         }
         let mut bricks = bricks;
         if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
