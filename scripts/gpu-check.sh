@@ -988,6 +988,16 @@ case "$MODE" in
       done
     fi
     ;;
+  final17c)
+    # v39's defaults (the lattice's weights prefetched into L2 at p = 6, 7; the lattice at
+    # p = 7) after all GPU tests: BP1 stored p = 3..8 twice, p = 7 on the one-element kernel
+    # twice (`--bricks none`), and the full-BP solves at p = 6, 7
+    for rep in 1 2; do
+      bench bp1 --backend cuda --order 3..8 --geo stored
+      bench bp1 --backend cuda --order 7 --geo stored --bricks none
+    done
+    bench bp1 --backend cuda --order 6,7 --geo stored --solve 1e-8
+    ;;
   final17)
     # the seventeenth session's defaults (v37: offsets and output in compressible memory)
     # after all GPU tests: BP1 stored p = 3..8 twice, and the full-BP solves at p = 4, 6, 7

@@ -559,8 +559,8 @@ impl BpConfig {
     /// The fastest configuration measured on an H200 where the mesh is a structured box
     /// whose cells can be sorted into bricks (`Mesh::sort_cells_in_bricks`, then
     /// [`H1Space::bricked_in`] with the returned `bricks` and `lattice_slots`), if it beats
-    /// [`BpConfig::tuned`] there: BP1 with stored weights at p = 3..6 on the lattice kernel
-    /// (v26–v35; notes/gpu-bp.md). `None` where the one-element kernels are faster.
+    /// [`BpConfig::tuned`] there: BP1 with stored weights at p = 3..7 on the lattice kernel
+    /// (v26–v39; notes/gpu-bp.md). `None` where the one-element kernels are faster.
     pub fn tuned_on_bricks(kind: TensorKind, geo: GeoMode, p: usize) -> Option<BpConfig> {
         if kind != TensorKind::Mass || geo != GeoMode::Stored {
             return None;
@@ -574,6 +574,10 @@ impl BpConfig {
             4 => ([2, 2, 1], Some(12), false),
             5 => ([2, 2, 1], None, true),
             6 => ([2, 2, 1], Some(6), false),
+            // v39 (v56): with its weights prefetched into L2 the lattice passes the
+            // one-element kernel at p = 7 (86.3 against 85.4 GDOF/s); not at p = 8 (75.3
+            // against 89.0)
+            7 => ([2, 2, 1], Some(3), false),
             _ => return None,
         };
         Some(BpConfig {
@@ -588,6 +592,13 @@ impl BpConfig {
             // v35 (v52): the brick boundary in ring slot order, +0.3 % (p = 3) to +1.7 %
             // (p = 5); L2 sectors −5 % at p = 6, the time only −0.8 %: DRAM-bound there
             lattice_slots: SlotOrder::Ring,
+            // v39 (v56): the brick's weights prefetched into L2 at the block's start, +1.4 to
+            // +1.9 % at p = 6, +6.4 % at p = 7; −0.1 to −2.5 % at p = 3..5
+            geo_prefetch: if p >= 6 {
+                GeoPrefetch::L2
+            } else {
+                GeoPrefetch::None
+            },
             ..BpConfig::lattice(shape)
         })
     }

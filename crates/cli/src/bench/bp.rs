@@ -1387,7 +1387,7 @@ mod tests {
             default_bricks(BpName::Bp1, &none, true, &stored, 3).map(|d| d.0),
             Some([4, 4, 2])
         );
-        assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 7), None);
+        assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 8), None);
         for other in [
             args(&["--kernel", "pencil"]),
             args(&["--kernel", "registers"]),
