@@ -2354,30 +2354,21 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             false,
         ));
         if let Some(&(column, steps)) = lattice_columns(p).first() {
-            v.push((
-                BpConfig {
-                    bricks: Some(column),
-                    lattice_steps: steps,
-                    lattice_boundary: LatticeBoundary::SharedOffsets,
-                    min_blocks: None,
-                    ..tr
-                },
-                p,
-                false,
-            ));
-            // v39: the column's weights prefetched into L2 at the block's start
-            v.push((
-                BpConfig {
-                    bricks: Some(column),
-                    lattice_steps: steps,
-                    lattice_boundary: LatticeBoundary::SharedOffsets,
-                    min_blocks: None,
-                    geo_prefetch: GeoPrefetch::L2,
-                    ..tr
-                },
-                p,
-                false,
-            ));
+            // (v39: and with the column's weights prefetched into L2 at the block's start)
+            for geo_prefetch in [GeoPrefetch::None, GeoPrefetch::L2] {
+                v.push((
+                    BpConfig {
+                        bricks: Some(column),
+                        lattice_steps: steps,
+                        lattice_boundary: LatticeBoundary::SharedOffsets,
+                        min_blocks: None,
+                        geo_prefetch,
+                        ..tr
+                    },
+                    p,
+                    false,
+                ));
+            }
         }
         // v39: the brick's weights prefetched into L2 at the block's start, both precisions
         for f32 in [false, true] {

@@ -414,6 +414,18 @@ fn compressible_output_matches_the_cpu_twin() {
         v.upload(&host).unwrap();
         assert_eq!(v.to_host().unwrap(), host);
     }
+    // three applications into an output `v` that starts as NaN, each against the CPU twin
+    let apply_thrice =
+        |op: &GpuBp<f64>, x: &[f64], mut v: DeviceVec<f64>, want: &[f64], label: &str| {
+            let u = DeviceVec::from_host(&dev, x, "x").unwrap();
+            v.upload(&vec![f64::NAN; x.len()]).unwrap();
+            for _ in 0..3 {
+                op.apply(&u, &mut v).unwrap();
+                let err = rel_err(&v.to_host().unwrap(), want);
+                assert!(err < 1e-12, "{label}: rel err {err:e}");
+            }
+            3
+        };
     let m = mesh(9);
     let mut checked = 0;
     for (kind, p) in [
@@ -435,19 +447,12 @@ fn compressible_output_matches_the_cpu_twin() {
             cfg.compressible_indices = indices;
             let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
             assert_eq!(op.indices_compressible(), indices);
-            let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
-            let mut v = DeviceVec::<f64>::zeros_compressible(&dev, x.len(), "y").unwrap();
-            v.upload(&vec![f64::NAN; x.len()]).unwrap();
-            for _ in 0..3 {
-                op.apply(&u, &mut v).unwrap();
-                let err = rel_err(&v.to_host().unwrap(), &want);
-                assert!(
-                    err < 1e-12,
-                    "{} p={p} {zeroing:?} compressible indices {indices}: rel err {err:e}",
-                    kind.name()
-                );
-                checked += 1;
-            }
+            let v = DeviceVec::<f64>::zeros_compressible(&dev, x.len(), "y").unwrap();
+            let label = format!(
+                "{} p={p} {zeroing:?} compressible indices {indices}",
+                kind.name()
+            );
+            checked += apply_thrice(&op, &x, v, &want, &label);
         }
     }
     // BP1's lattice defaults on a brick-sorted perturbed box, output and offsets compressible
@@ -456,16 +461,7 @@ fn compressible_output_matches_the_cpu_twin() {
             BpConfig::tuned_on_bricks(TensorKind::Mass, ferrofem_cuda::bp::GeoMode::Stored, p)
                 .unwrap();
         let shape = cfg.bricks.unwrap();
-        let grid = [3 * shape[0], 2 * shape[1], 2 * shape[2]];
-        let mut m = generate_box(
-            &BoxSpec::parse(&format!(
-                "hex:{}x{}x{},perturb=0.25,seed=5",
-                grid[0], grid[1], grid[2]
-            ))
-            .unwrap(),
-        )
-        .unwrap();
-        m.sort_cells_in_bricks(grid, shape).unwrap();
+        let m = bricked_box(shape, 5);
         let space = H1Space::new(&m, p, 1)
             .unwrap()
             .bricked_in(shape, cfg.lattice_slots)
@@ -480,20 +476,11 @@ fn compressible_output_matches_the_cpu_twin() {
             };
             let op = GpuBp::<f64>::new(&dev, &m, &space, cfg).unwrap();
             assert_eq!(op.indices_compressible(), indices);
-            let u = DeviceVec::from_host(&dev, &x, "x").unwrap();
             // the defaults' output vector (v37: compressible)
-            let mut v = op.output_vector("y").unwrap();
+            let v = op.output_vector("y").unwrap();
             assert!(v.is_compressible());
-            v.upload(&vec![f64::NAN; x.len()]).unwrap();
-            for _ in 0..3 {
-                op.apply(&u, &mut v).unwrap();
-                let err = rel_err(&v.to_host().unwrap(), &want);
-                assert!(
-                    err < 1e-12,
-                    "lattice p={p} compressible indices {indices}: rel err {err:e}"
-                );
-                checked += 1;
-            }
+            let label = format!("lattice p={p} compressible indices {indices}");
+            checked += apply_thrice(&op, &x, v, &want, &label);
         }
     }
     assert_eq!(checked, 4 * 3 * 3 + 5 * 2 * 3);
@@ -1173,6 +1160,22 @@ fn brick_kernels_match_the_cpu_twin() {
     assert!(checked >= 5 * 2 * 8 * 3);
 }
 
+/// A perturbed box of 3 x 2 x 2 bricks of `shape` elements (noise `seed`), its cells sorted
+/// brick by brick, as the lattice kernel needs them.
+fn bricked_box(shape: [usize; 3], seed: u64) -> Mesh {
+    let grid = [3 * shape[0], 2 * shape[1], 2 * shape[2]];
+    let mut m = generate_box(
+        &BoxSpec::parse(&format!(
+            "hex:{}x{}x{},perturb=0.25,seed={seed}",
+            grid[0], grid[1], grid[2]
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    m.sort_cells_in_bricks(grid, shape).unwrap();
+    m
+}
+
 /// v26: BP1 on the brick lattice against the CPU twin, every shape and order the CI
 /// compiles (f64, and the tuned candidate shape in f32), each on a perturbed box of 3 x 2 x 2
 /// bricks numbered per brick, applied twice into an output that starts as NaN (the fill and
@@ -1192,16 +1195,7 @@ fn lattice_kernels_match_the_cpu_twin() {
     for (cfg, p, f32) in &configs {
         let (cfg, p) = (*cfg, *p);
         let shape = cfg.bricks.unwrap();
-        let grid = [3 * shape[0], 2 * shape[1], 2 * shape[2]];
-        let mut m = generate_box(
-            &BoxSpec::parse(&format!(
-                "hex:{}x{}x{},perturb=0.25,seed=7",
-                grid[0], grid[1], grid[2]
-            ))
-            .unwrap(),
-        )
-        .unwrap();
-        m.sort_cells_in_bricks(grid, shape).unwrap();
+        let m = bricked_box(shape, 7);
         let natural = H1Space::new(&m, p, 1).unwrap();
         let space = natural.bricked_in(shape, cfg.lattice_slots).unwrap().0;
         let x = random_vector(space.num_dofs(), p as u64 + 60);
