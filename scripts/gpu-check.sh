@@ -988,6 +988,10 @@ case "$MODE" in
       done
     fi
     ;;
+  v57)
+    # v40: the lattice's weights loaded evict-first, BP1 stored p = 3..7 defaults twice
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..7 --geo stored --evict-first false,true; done
+    ;;
   final17c)
     # v39's defaults (the lattice's weights prefetched into L2 at p = 6, 7; the lattice at
     # p = 7) after all GPU tests: BP1 stored p = 3..8 twice, p = 7 on the one-element kernel

@@ -150,6 +150,8 @@ fn main() {
             if has("pfl2") {
                 cfg.geo_prefetch = GeoPrefetch::L2;
             }
+            // v40: the weights loaded evict-first
+            cfg.evict_first_geometry = has("cs");
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
             } else if has("ov") {

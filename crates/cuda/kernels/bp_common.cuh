@@ -32,6 +32,28 @@
 #define GPOS(x, y, z) (((z) * Q + (y)) * Q + (x))
 #endif
 // reals between consecutive elements of stored geometry (v2 pads to 16 bytes for bulk copies)
+// GEOCS 1: stored geometry (weights, factors) read once per apply, loaded with the
+// evict-first (streaming) policy, so that L2 keeps the vectors and the skeleton's partial
+// sums rather than data that will not be read again; GLD(x) is such a load of x
+#ifndef GEOCS
+#define GEOCS 0
+#endif
+#if GEOCS
+__device__ __forceinline__ double ld_cs(const double* p) {
+    double v;
+    asm("ld.global.cs.f64 %0, [%1];" : "=d"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float ld_cs(const float* p) {
+    float v;
+    asm("ld.global.cs.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+#define GLD(x) ld_cs(&(x))
+#else
+#define GLD(x) (x)
+#endif
+
 #ifndef GSTRIDE
 #define GSTRIDE (NGEO * QQQ)
 #endif

@@ -153,6 +153,7 @@
 #ifndef RING
 #define RING 0
 #endif
+// GEOCS 1 (v40): phase 3 loads the weights with the evict-first policy (GLD, bp_common.cuh).
 // GEOPF 2 (v39): the block's first thread asks for the brick's (column's) weights, which
 // phase 3 reads after two barriers, to be brought into L2 at the block's start (one bulk
 // prefetch), so that their DRAM latency overlaps the gather and the first contractions
@@ -459,7 +460,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
             CONTRACT(cBf, 1, N, Q, in, pts);
 #pragma unroll
-            for (int q = 0; q < Q; q++) pts[q] *= w[(size_t)(ex * Q + q) * (YQ * ZQ) + l];
+            for (int q = 0; q < Q; q++) pts[q] *= GLD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + l]);
             CONTRACT(cBt, 1, Q, N, pts, out);
             const real cin = carry_from_previous_lane<BX>(out[N - 1], ex);
             __syncwarp();
@@ -486,7 +487,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
                 CONTRACT(cBf, 1, N, Q, in, pts);
 #pragma unroll
-                for (int q = 0; q < Q; q++) pts[q] *= w[(size_t)(ex * Q + q) * (YQ * ZQ) + t];
+                for (int q = 0; q < Q; q++) pts[q] *= GLD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + t]);
                 CONTRACT(cBt, 1, Q, N, pts, out);
                 row[ex * (N - 1)] = out[0] + carry;
 #pragma unroll

@@ -201,21 +201,7 @@
 #if GEOCS && !(GEO == 0 && GEOLOAD == 1)
 #error "GEOCS (evict-first geometry loads) is for direct stored-geometry loads"
 #endif
-#if GEOCS
-__device__ __forceinline__ double ld_cs(const double* p) {
-    double v;
-    asm("ld.global.cs.f64 %0, [%1];" : "=d"(v) : "l"(p));
-    return v;
-}
-__device__ __forceinline__ float ld_cs(const float* p) {
-    float v;
-    asm("ld.global.cs.f32 %0, [%1];" : "=f"(v) : "l"(p));
-    return v;
-}
-#define GLD(x) ld_cs(&(x))
-#else
-#define GLD(x) (x)
-#endif
+// (GLD, the loads themselves: bp_common.cuh)
 #ifndef CHUNK
 #define CHUNK 1
 #endif

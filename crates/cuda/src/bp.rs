@@ -1400,9 +1400,10 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     }
     if cfg.evict_first_geometry
         && !(cfg.direct_geometry && cfg.geo == GeoMode::Stored && cfg.variant == Variant::Pencil)
+        && cfg.variant != Variant::Lattice
     {
         return Err(GpuError::Unsupported(
-            "evict-first geometry loads need the v2 kernel with direct stored-geometry loads"
+            "evict-first geometry loads need the v2 kernel with direct stored-geometry loads, or the lattice kernel"
                 .into(),
         ));
     }
@@ -2370,16 +2371,22 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 ));
             }
         }
-        // v39: the brick's weights prefetched into L2 at the block's start, both precisions
+        // v39: the brick's weights prefetched into L2 at the block's start, v40: loaded
+        // evict-first, both precisions
         for f32 in [false, true] {
-            v.push((
-                BpConfig {
-                    geo_prefetch: GeoPrefetch::L2,
-                    ..t
-                },
-                p,
-                f32,
-            ));
+            for (geo_prefetch, evict_first_geometry) in
+                [(GeoPrefetch::L2, false), (t.geo_prefetch, true)]
+            {
+                v.push((
+                    BpConfig {
+                        geo_prefetch,
+                        evict_first_geometry,
+                        ..t
+                    },
+                    p,
+                    f32,
+                ));
+            }
         }
     }
     for c in lattice {

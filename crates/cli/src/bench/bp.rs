@@ -271,8 +271,9 @@ pub struct BpArgs {
     /// comma-separated to measure several (e.g. `none,l2`).
     #[arg(long, value_enum, value_delimiter = ',')]
     geo_prefetch: Vec<PrefetchArg>,
-    /// v2 with direct stored-geometry loads: the factors loaded with the evict-first cache
-    /// policy, comma-separated to measure both on one mesh (`false,true`; default false).
+    /// v2 with direct stored-geometry loads, and the lattice kernel (v40): the factors
+    /// loaded with the evict-first cache policy, comma-separated to measure both on one mesh
+    /// (`false,true`; default false).
     #[arg(long, value_delimiter = ',')]
     evict_first: Vec<bool>,
     /// v2, non-persistent: the scatter reloads the skeleton offsets instead of keeping the
@@ -1189,6 +1190,12 @@ mod gpu {
         }
         if let Some(&co) = a.compressible_output.first() {
             cfg.compressible_output = co;
+        }
+        if let (Some(&ef), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.evict_first.first(), cfg.variant)
+        {
+            // v40: the lattice kernel's weights loaded evict-first
+            cfg.evict_first_geometry = ef;
         }
         if let (Some(&pf), ferrofem_cuda::bp::Variant::Lattice) =
             (a.geo_prefetch.first(), cfg.variant)
