@@ -992,6 +992,14 @@ case "$MODE" in
     # v40: the lattice's weights loaded evict-first, BP1 stored p = 3..7 defaults twice
     for rep in 1 2; do bench bp1 --backend cuda --order 3..7 --geo stored --evict-first false,true; done
     ;;
+  v58)
+    # v39/v40 at p = 6, 7, each run in both orders (the first variant on a fresh mesh has
+    # measured slower at times): L2 prefetch none/l2 x evict-first false/true
+    for rep in 1 2; do
+      bench bp1 --backend cuda --order 6,7 --geo stored --geo-prefetch none,l2 --evict-first false,true
+      bench bp1 --backend cuda --order 6,7 --geo stored --geo-prefetch l2,none --evict-first true,false
+    done
+    ;;
   final17c)
     # v39's defaults (the lattice's weights prefetched into L2 at p = 6, 7; the lattice at
     # p = 7) after all GPU tests: BP1 stored p = 3..8 twice, p = 7 on the one-element kernel
