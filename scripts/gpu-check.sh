@@ -1000,6 +1000,12 @@ case "$MODE" in
       bench bp1 --backend cuda --order 6,7 --geo stored --geo-prefetch l2,none --evict-first true,false
     done
     ;;
+  final17d)
+    # the session's final defaults (v40 outcome: the L2 prefetch at p = 7 only) after all GPU
+    # tests: BP1 stored p = 3..8 twice, the full-BP solve at p = 6
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 6 --geo stored --solve 1e-8
+    ;;
   final17c)
     # v39's defaults (the lattice's weights prefetched into L2 at p = 6, 7; the lattice at
     # p = 7) after all GPU tests: BP1 stored p = 3..8 twice, p = 7 on the one-element kernel

@@ -592,9 +592,11 @@ impl BpConfig {
             // v35 (v52): the brick boundary in ring slot order, +0.3 % (p = 3) to +1.7 %
             // (p = 5); L2 sectors −5 % at p = 6, the time only −0.8 %: DRAM-bound there
             lattice_slots: SlotOrder::Ring,
-            // v39 (v56): the brick's weights prefetched into L2 at the block's start, +1.4 to
-            // +1.9 % at p = 6, +6.4 % at p = 7; −0.1 to −2.5 % at p = 3..5
-            geo_prefetch: if p >= 6 {
+            // v39 (v56, v58): the brick's weights prefetched into L2 at the block's start,
+            // +6 % at p = 7 in every run; at p = 6 85–92 GDOF/s by the order of the runs
+            // (the first on a fresh mesh slow) against a steady 90 without; −0.1 to −2.5 % at
+            // p = 3..5
+            geo_prefetch: if p == 7 {
                 GeoPrefetch::L2
             } else {
                 GeoPrefetch::None
