@@ -3,7 +3,7 @@
 # scripts/build-device-bin.sh): the GPU tests against their CPU twins, then the benchmarks;
 # writes full logs and JSON records under $OUT and prints a short table last.
 #   scripts/gpu-check.sh [MODE ...]   (default: quick; several modes run in sequence;
-#   NOTEST=1 skips the tests)
+#   NOTEST=1 skips the tests; mode `tests` runs only them; an unknown mode is an error)
 set -u
 BIN=.device-bin
 OUT=${OUT:-/tmp/ferrofem-out}
@@ -1183,6 +1183,13 @@ case "$MODE" in
     if [ "$MODE" = full ]; then
       for bp in bp1 bp3 bp3.5; do bench $bp --backend cpu --order 3,7 --reps 5; done
     fi
+    ;;
+  tests)
+    # the GPU tests only (above; TESTFILTER narrows them)
+    ;;
+  *)
+    echo "gpu-check: unknown mode '$MODE'" >&2
+    status=1
     ;;
 esac
 done
