@@ -3107,12 +3107,6 @@ mod tests {
     /// are refused with a typed error.
     #[test]
     fn lattice_columns_specialise_one_step_and_refuse_what_they_cannot_walk() {
-        let get = |spec: &KernelSpec, key: &str| {
-            spec.defines
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-        };
         for p in 1..=8 {
             let one = BpConfig::lattice(lattice_shapes(p)[0]);
             let k1 = bp_kernel::<f64>(one, p).unwrap();
@@ -3125,18 +3119,19 @@ mod tests {
                 assert_eq!(c.lattice_step_brick(), one.bricks);
                 let k = bp_kernel::<f64>(c, p).unwrap();
                 assert_eq!(k.epb, one.bricks.unwrap().iter().product::<usize>() * steps);
-                assert_eq!(get(&k.spec, "BZ"), get(&k1.spec, "BZ"));
-                assert_eq!(get(&k.spec, "STEPS"), Some(steps.to_string()));
+                assert_eq!(k.spec.value("BZ"), k1.spec.value("BZ"));
+                assert_eq!(k.spec.value("STEPS"), Some(steps.to_string().as_str()));
                 assert_eq!(
-                    get(&k.spec, "NSKB"),
+                    k.spec.value("NSKB"),
                     Some(
                         brick_layout(column, p)
                             .skeleton_positions()
                             .len()
                             .to_string()
+                            .as_str()
                     )
                 );
-                assert_eq!(get(&k.spec, "THREADS"), get(&k1.spec, "THREADS"));
+                assert_eq!(k.spec.value("THREADS"), k1.spec.value("THREADS"));
                 let nxy = (column[0] * p + 1) * (column[1] * p + 1);
                 assert_eq!(k.dyn_smem, k1.dyn_smem + 2 * nxy * 8);
                 assert!(k.spec.name.contains(&format!("_s{steps}")));
@@ -3176,12 +3171,6 @@ mod tests {
 
     #[test]
     fn ring_slots_are_the_lattice_kernels_and_change_only_its_index_arithmetic() {
-        let get = |spec: &KernelSpec, key: &str| {
-            spec.defines
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-        };
         for p in 1..=8 {
             for shape in lattice_shapes(p) {
                 let lex = BpConfig::lattice(shape);
@@ -3193,12 +3182,12 @@ mod tests {
                     bp_kernel::<f64>(lex, p).unwrap(),
                     bp_kernel::<f64>(ring, p).unwrap(),
                 );
-                assert_eq!(get(&kl.spec, "RING"), Some("0".into()));
-                assert_eq!(get(&kr.spec, "RING"), Some("1".into()));
+                assert_eq!(kl.spec.value("RING"), Some("0"));
+                assert_eq!(kr.spec.value("RING"), Some("1"));
                 assert_eq!(kr.spec.name, format!("{}_ring", kl.spec.name));
                 // the same block, shared memory and slot count
                 assert_eq!((kr.block, kr.dyn_smem), (kl.block, kl.dyn_smem));
-                assert_eq!(get(&kr.spec, "NSKB"), get(&kl.spec, "NSKB"));
+                assert_eq!(kr.spec.value("NSKB"), kl.spec.value("NSKB"));
             }
         }
         // the one-element and brick kernels refuse it (they take no slot order of their own)
@@ -3238,17 +3227,11 @@ mod tests {
 
     #[test]
     fn lattice_boundary_in_shared_memory_adds_the_offsets_and_refuses_what_it_cannot_stage() {
-        let get = |spec: &KernelSpec, key: &str| {
-            spec.defines
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-        };
         for p in 1..=8 {
             for shape in lattice_shapes(p) {
                 let g = BpConfig::lattice(shape);
                 let kg = bp_kernel::<f64>(g, p).unwrap();
-                assert_eq!(get(&kg.spec, "LBND"), Some("0".into()));
+                assert_eq!(kg.spec.value("LBND"), Some("0"));
                 let nskb = brick_layout(shape, p).skeleton_positions().len();
                 for (b, code, tag) in [
                     (LatticeBoundary::SharedOffsets, "1", "_so"),
@@ -3259,11 +3242,11 @@ mod tests {
                         ..g
                     };
                     let k = bp_kernel::<f64>(c, p).unwrap();
-                    assert_eq!(get(&k.spec, "LBND"), Some(code.into()));
+                    assert_eq!(k.spec.value("LBND"), Some(code));
                     // the offsets by slot, 16-byte aligned, after the lattice arrays
                     assert_eq!(k.dyn_smem, kg.dyn_smem + (4 * nskb).next_multiple_of(16));
                     assert!(k.spec.name.contains(tag), "{}", k.spec.name);
-                    assert_eq!(get(&k.spec, "THREADS"), get(&kg.spec, "THREADS"));
+                    assert_eq!(k.spec.value("THREADS"), kg.spec.value("THREADS"));
                 }
             }
             // staged with columns, and either on the one-element kernels: refused
@@ -3292,7 +3275,7 @@ mod tests {
                 p,
             )
             .unwrap();
-            assert_eq!(get(&ks.spec, "SPLIT"), Some("1".into()));
+            assert_eq!(ks.spec.value("SPLIT"), Some("1"));
             assert_eq!(ks.dyn_smem, k1.dyn_smem);
             assert!(ks.block[0] >= k1.block[0] && ks.block[0] % 32 == 0);
             assert!(matches!(

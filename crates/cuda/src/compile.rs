@@ -38,6 +38,13 @@ impl KernelSpec {
         self.defines.push((key.to_string(), value.to_string()));
         self
     }
+    /// The value `key` is defined to (the first definition), if any.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.defines
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// What to compile to.

@@ -360,7 +360,7 @@ fn bp3_pitched_layouts_match_the_cpu_twin_in_every_launch() {
                 let op = GpuBp::<f64>::new(&dev, &m, &space, *cfg)
                     .unwrap_or_else(|e| panic!("{}: {e}", config_label(cfg, p, false)));
                 let spec = bp_kernel::<f64>(*cfg, p).unwrap().spec;
-                if spec.defines.iter().any(|(k, _)| k == "UPR") {
+                if spec.value("UPR").is_some() {
                     pitched += 1;
                 }
                 let mut v = DeviceVec::<f64>::from_host(&dev, &nan, "y").unwrap();
