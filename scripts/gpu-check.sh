@@ -1000,6 +1000,14 @@ case "$MODE" in
       bench bp1 --backend cuda --order 6,7 --geo stored --geo-prefetch l2,none --evict-first true,false
     done
     ;;
+  user17)
+    # as a user calls it, on the final defaults: the README's main job (auto-selects the
+    # GPU), and the GPU solves of the hexahedral problems, the Gmsh mesh among them
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    ls -la "$OUT/solution.vtu"
+    solve_pcg "${HEX_SOLVES[@]}"
+    ;;
   final17d)
     # the session's final defaults (v40 outcome: the L2 prefetch at p = 7 only) after all GPU
     # tests: BP1 stored p = 3..8 twice, the full-BP solve at p = 6

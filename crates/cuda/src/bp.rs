@@ -689,17 +689,12 @@ fn upload_indices(
     compressible: bool,
 ) -> Result<DeviceVec<u32>, GpuError> {
     const WHAT: &str = "restriction offsets";
-    if compressible {
-        match DeviceVec::<u32>::zeros_compressible(dev, host.len(), WHAT) {
-            Ok(mut v) => {
-                v.upload(host)?;
-                return Ok(v);
-            }
-            Err(GpuError::Unsupported(_)) => {}
-            Err(e) => return Err(e),
-        }
+    if !compressible {
+        return DeviceVec::from_host(dev, host, WHAT);
     }
-    DeviceVec::from_host(dev, host, WHAT)
+    let mut v = DeviceVec::<u32>::zeros_preferably_compressible(dev, host.len(), WHAT, true)?;
+    v.upload(host)?;
+    Ok(v)
 }
 
 /// The layout of a brick of `shape` elements of order `p` (slots and positions only).
@@ -2739,13 +2734,12 @@ impl<T: GpuReal> GpuBp<T> {
     /// vectors): in compressible memory with [`BpConfig::compressible_output`] where the
     /// device can compress, plain memory otherwise.
     pub fn output_vector(&self, what: &str) -> Result<DeviceVec<T>, GpuError> {
-        if self.cfg.compressible_output {
-            match DeviceVec::<T>::zeros_compressible(&self.dev, self.ndofs, what) {
-                Err(GpuError::Unsupported(_)) => {}
-                r => return r,
-            }
-        }
-        DeviceVec::zeros(&self.dev, self.ndofs, what)
+        DeviceVec::zeros_preferably_compressible(
+            &self.dev,
+            self.ndofs,
+            what,
+            self.cfg.compressible_output,
+        )
     }
 
     /// Whether the restriction's offsets live in compressible memory

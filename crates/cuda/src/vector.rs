@@ -90,6 +90,24 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceVec<T> {
         Ok(v)
     }
 
+    /// A zero vector of length `n`, in compressible memory when `compressible` and the
+    /// device can compress, in plain memory otherwise: for data that compression only
+    /// speeds up (operator outputs, index arrays), where plain memory is a correct fallback.
+    pub fn zeros_preferably_compressible(
+        dev: &Arc<GpuDevice>,
+        n: usize,
+        what: &str,
+        compressible: bool,
+    ) -> Result<DeviceVec<T>, GpuError> {
+        if compressible {
+            match Self::zeros_compressible(dev, n, what) {
+                Err(GpuError::Unsupported(_)) => {}
+                r => return r,
+            }
+        }
+        Self::zeros(dev, n, what)
+    }
+
     /// Whether the vector lives in compressible memory.
     pub fn is_compressible(&self) -> bool {
         self.compressible.is_some()
