@@ -1008,6 +1008,26 @@ case "$MODE" in
     ls -la "$OUT/solution.vtu"
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v59)
+    # v41: the lattice brick's weights bulk-copied into shared memory: the defaults p = 3..7
+    # with --geo-prefetch none / l2 / shared in both orders, the lattice at p = 8 (caps 2, 3)
+    # and at p = 7 (caps 2, 3) both ways; Nsight Compute at p = 7 (lattice cap 3, shared)
+    for pf in shared,l2,none none,l2,shared; do
+      bench bp1 --backend cuda --order 3..7 --geo stored --geo-prefetch $pf
+    done
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --geo-prefetch shared,l2
+    $L --order 7 --bricks 2x2x1 --min-blocks 2,3 --geo-prefetch shared
+    bench bp1 --backend cuda --order 8 --geo stored
+    if command -v ncu >/dev/null; then
+      f="$OUT/ncu29-bp1-p7-lat-cap3-pfsm"
+      NCU_EXTRA="--section WarpStateStats --section Occupancy" \
+        ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 7 --kernel lattice --conflict-free true \
+          --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring --bricks 2x2x1 --min-blocks 3 --geo-prefetch shared
+      echo "== ncu29 bp1 p7 lattice cap 3 prefetch shared"
+      grep -E "Stall Long|Stall Barrier|Warp Cycles Per Issued|Achieved Occupancy|gpu__time|lts__t_sectors_srcunit_tex.sum|fabric|dram__|ERR" "$f.txt" | head -20
+    fi
+    ;;
   final17d)
     # the session's final defaults (v40 outcome: the L2 prefetch at p = 7 only) after all GPU
     # tests: BP1 stored p = 3..8 twice, the full-BP solve at p = 6

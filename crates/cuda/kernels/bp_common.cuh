@@ -54,6 +54,37 @@ __device__ __forceinline__ float ld_cs(const float* p) {
 #define GLD(x) (x)
 #endif
 
+// Hopper's bulk copies (cp.async.bulk, the TMA unit) from global into shared memory,
+// completing on an mbarrier in shared memory: the v2 kernels' staged geometry and the
+// lattice's weights (v41)
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 a;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// One thread: the barrier expects one arrival (the issuing thread's) per phase
+__device__ __forceinline__ void bulk_barrier_init(u64* bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_u32(bar)), "r"(1) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// bytes (a multiple of 16, both addresses 16-byte aligned) from src to dst; completes on bar
+// (the issuing thread announces the bytes with mbarrier.arrive.expect_tx first)
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, u32 bytes, u64* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+}
+
+// until bar's phase of this parity has completed (its bytes arrived)
+__device__ __forceinline__ void bulk_wait(u64* bar, u32 parity) {
+    u32 done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+    } while (!done);
+}
+
 #ifndef GSTRIDE
 #define GSTRIDE (NGEO * QQQ)
 #endif

@@ -157,11 +157,26 @@
 // GEOPF 2 (v39): the block's first thread asks for the brick's (column's) weights, which
 // phase 3 reads after two barriers, to be brought into L2 at the block's start (one bulk
 // prefetch), so that their DRAM latency overlaps the gather and the first contractions
+// GEOPF 4 (v41): the block's first thread starts one bulk copy (TMA) of the brick's weights
+// into shared memory (sW, after the arrays above) at the block's start; phase 3 waits for it
+// on an mbarrier and reads the weights from there, not from L2
 #ifndef GEOPF
 #define GEOPF 0
 #endif
-#if GEOPF != 0 && GEOPF != 2
-#error "the lattice kernel prefetches its weights into L2 (GEOPF 2) or not at all"
+#if GEOPF != 0 && GEOPF != 2 && GEOPF != 4
+#error "the lattice kernel prefetches its weights into L2 (GEOPF 2), copies them into shared memory (GEOPF 4), or neither"
+#endif
+#if GEOPF == 4 && STEPS > 1
+#error "weights bulk-copied into shared memory (GEOPF 4) need single-step blocks"
+#endif
+#if GEOPF == 4
+static_assert((EPB * QQQ * sizeof(real)) % 16 == 0, "weights bulk-copied into shared memory (GEOPF 4) need a multiple of 16 bytes per brick");
+#endif
+// phase 3's load of a weight: from shared memory (GEOPF 4), else from global memory
+#if GEOPF == 4
+#define WLOAD(x) (x)
+#else
+#define WLOAD(x) GLD(x)
 #endif
 // columns on the ring of the (x, y) rectangle
 #define NRING (2 * (NX + NY) - 4)
@@ -341,6 +356,18 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     const u32 g = blockIdx.x;
     const int tid = threadIdx.x;
     if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
+#if GEOPF == 4
+    // the brick's weights in shared memory, 16-byte aligned after the offsets (LBND 1, 2) or
+    // after sY; the host's dynamic size includes them and the alignment's slack
+    __shared__ u64 wbar;
+    real* sW = (real*)(((size_t)(sOff + (LBND ? NSKB : 0)) + 15) & ~(size_t)15);
+    if (tid == 0) {
+        const u32 bytes = (u32)(EPB * QQQ * sizeof(real));
+        bulk_barrier_init(&wbar);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(&wbar)), "r"(bytes) : "memory");
+        bulk_copy_to_shared(sW, geo + (size_t)g * EPB * QQQ, bytes, &wbar);
+    }
+#endif
 #if GEOPF == 2 && __CUDA_ARCH__ >= 900
     if (tid == 0) {
         // [b0, b1): the column's weights; the prefetch wants 16-byte bounds, so the range is
@@ -446,11 +473,20 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
         __syncthreads();
 
+#if GEOPF == 4
+        // the weights' copy, started at the block's start (the barriers above made the
+        // mbarrier's initialisation visible to every thread)
+        bulk_wait(&wbar, 0);
+#endif
 #if SPLIT
         // 3 (SPLIT): one element of an x-line per item, in place; every lane of the warp
         // reads its nodes before any writes, and the node element ex shares with ex - 1
         // gets ex - 1's contribution from the lane before
+#if GEOPF == 4
+        const real* w = sW;
+#else
         const real* w = geo + (size_t)g * (BX * BY * BZ) * QQQ;
+#endif
         ITEM_LOOP(YQ * ZQ * BX) {
             ITEM_PROLOGUE(YQ * ZQ * BX);
             const int ex = t % BX, l = t / BX;
@@ -460,7 +496,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
             CONTRACT(cBf, 1, N, Q, in, pts);
 #pragma unroll
-            for (int q = 0; q < Q; q++) pts[q] *= GLD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + l]);
+            for (int q = 0; q < Q; q++) pts[q] *= WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + l]);
             CONTRACT(cBt, 1, Q, N, pts, out);
             const real cin = carry_from_previous_lane<BX>(out[N - 1], ex);
             __syncwarp();
@@ -475,7 +511,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
         // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
         // with the next element is carried in a register and summed there
+#if GEOPF == 4
+        const real* w = sW;
+#else
         const real* w = geo + ((size_t)g * STEPS + s) * (BX * BY * BZ) * QQQ;
+#endif
 #pragma unroll 1
         for (int t = tid; t < YQ * ZQ; t += THREADS) {
             real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
@@ -487,7 +527,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
                 CONTRACT(cBf, 1, N, Q, in, pts);
 #pragma unroll
-                for (int q = 0; q < Q; q++) pts[q] *= GLD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + t]);
+                for (int q = 0; q < Q; q++) pts[q] *= WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + t]);
                 CONTRACT(cBt, 1, Q, N, pts, out);
                 row[ex * (N - 1)] = out[0] + carry;
 #pragma unroll

@@ -400,11 +400,6 @@ __device__ __forceinline__ void brick_scatter(const u32* FF_RESTRICT skpos, real
 #else
 #define SCATTER_IDX(k) r_idx[k]
 #endif
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 a;
-    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
 
 #if PIPE
 // asynchronous element-wise copy global -> shared (no registers held while in flight)
@@ -417,10 +412,7 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 
 #if TMA_GEO
 __device__ __forceinline__ void geometry_barrier_init(u64* bar, int tid) {
-    if (tid == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(smem_u32(bar)), "r"(1) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (tid == 0) bulk_barrier_init(bar);
     __syncthreads();
 }
 
@@ -432,19 +424,11 @@ __device__ __forceinline__ void geometry_issue(const real* FF_RESTRICT geo, u32 
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
     for (u32 le = 0; le < nvalid; le++) {
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                     :: "r"(smem_u32(dst + le * GSTRIDE)), "l"(geo + (size_t)(e0 + le) * GSTRIDE),
-                        "r"((u32)(GSTRIDE * sizeof(real))), "r"(smem_u32(bar)) : "memory");
+        bulk_copy_to_shared(dst + le * GSTRIDE, geo + (size_t)(e0 + le) * GSTRIDE, (u32)(GSTRIDE * sizeof(real)), bar);
     }
 }
 
-__device__ __forceinline__ void geometry_wait(u64* bar, u32 parity) {
-    u32 done;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-    } while (!done);
-}
+__device__ __forceinline__ void geometry_wait(u64* bar, u32 parity) { bulk_wait(bar, parity); }
 #endif
 
 #if GEO == 1

@@ -53,6 +53,10 @@ pub enum GeoPrefetch {
     /// Register columns (BP1 v6) only: load the thread's weights into registers at kernel
     /// start, before the gather.
     Registers,
+    /// Lattice kernel (v41) only: copy the brick's weights into shared memory with one bulk
+    /// copy at the block's start, so that they cross L2 once and the pointwise phase reads
+    /// them on chip.
+    Shared,
 }
 
 impl GeoPrefetch {
@@ -62,6 +66,7 @@ impl GeoPrefetch {
             GeoPrefetch::L1 => 1,
             GeoPrefetch::L2 => 2,
             GeoPrefetch::Registers => 3,
+            GeoPrefetch::Shared => 4,
         }
     }
 
@@ -72,6 +77,7 @@ impl GeoPrefetch {
             GeoPrefetch::L1 => "pfl1",
             GeoPrefetch::L2 => "pfl2",
             GeoPrefetch::Registers => "pfreg",
+            GeoPrefetch::Shared => "pfsm",
         }
     }
 }
@@ -1285,6 +1291,9 @@ struct LatticeBlock {
 /// value; `conflict_free` (v27) pads the plane pitches to NX modulo the reals that one
 /// shared-memory wavefront serves per bank sweep (16 in f64, 32 in f32), so that the lanes
 /// of the (x, zq) phases fall in consecutive banks.
+/// The most shared memory one block can opt in to on sm_90 (227 KiB).
+const SM90_SHARED_PER_BLOCK: usize = 227 * 1024;
+
 fn lattice_block(
     b: [usize; 3],
     p: usize,
@@ -1361,10 +1370,16 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     }
     if cfg.geo_prefetch != GeoPrefetch::None
         && !(cfg.direct_geometry && cfg.geo == GeoMode::Stored && cfg.variant == Variant::Pencil)
-        && !(cfg.geo_prefetch == GeoPrefetch::L2 && cfg.variant == Variant::Lattice)
+        && !(matches!(cfg.geo_prefetch, GeoPrefetch::L2 | GeoPrefetch::Shared)
+            && cfg.variant == Variant::Lattice)
     {
         return Err(GpuError::Unsupported(
-            "a geometry prefetch needs the v2 kernel with direct stored-geometry loads (or, into L2, the lattice kernel)".into(),
+            "a geometry prefetch needs the v2 kernel with direct stored-geometry loads (or, into L2 or shared memory, the lattice kernel)".into(),
+        ));
+    }
+    if cfg.geo_prefetch == GeoPrefetch::Shared && cfg.variant != Variant::Lattice {
+        return Err(GpuError::Unsupported(
+            "weights copied into shared memory (v41) exist for the lattice kernel only".into(),
         ));
     }
     if cfg.skeleton_zeroing.in_kernel()
@@ -1582,11 +1597,28 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                     "the staged boundary of a {b:?} brick ({nskb} slots) does not fit in its lattice's second array"
                 )));
             }
-            (
-                b.iter().product(),
-                l.bytes + carries + offsets,
-                [l.threads as u32, 1, 1],
-            )
+            // v41: the brick's weights after them, 16-byte aligned (one bulk copy)
+            let weights = if cfg.geo_prefetch == GeoPrefetch::Shared {
+                let bytes = b.iter().product::<usize>() * q * q * q * T::BYTES;
+                if cfg.lattice_steps > 1 || bytes % 16 != 0 || bytes >= 1 << 20 {
+                    return Err(GpuError::Unsupported(format!(
+                        "weights copied into shared memory need a single-step lattice block whose weights are a multiple of 16 bytes below 1 MiB; a {b:?} brick of order {p} with {} steps has {bytes}",
+                        cfg.lattice_steps
+                    )));
+                }
+                bytes + 16
+            } else {
+                0
+            };
+            let bytes = l.bytes + carries + offsets + weights;
+            // (sm_90's most per block: 227 KiB, the static mbarrier included)
+            if bytes + 16 > SM90_SHARED_PER_BLOCK {
+                return Err(GpuError::Unsupported(format!(
+                    "a lattice block of {b:?} elements of order {p} needs {bytes} bytes of shared memory{}, more than a block can have",
+                    if weights > 0 { " with its weights" } else { "" }
+                )));
+            }
+            (b.iter().product(), bytes, [l.threads as u32, 1, 1])
         }
         _ => {
             let (epb, bytes) = choose_block(cfg, op, n, q, gstride, T::BYTES)?;
@@ -2383,6 +2415,40 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     p,
                     f32,
                 ));
+            }
+        }
+        // v41: the brick's weights bulk-copied into shared memory, both precisions, on the
+        // tuned choice, split lines, each boundary form and zeroing, and every shape whose
+        // weights make whole 16-byte granules
+        for f32 in [false, true] {
+            for split_lines in [false, true] {
+                v.push((
+                    BpConfig {
+                        geo_prefetch: GeoPrefetch::Shared,
+                        split_lines,
+                        ..t
+                    },
+                    p,
+                    f32,
+                ));
+            }
+        }
+        for c in every_boundary_and_zeroing(BpConfig {
+            geo_prefetch: GeoPrefetch::Shared,
+            ..t
+        }) {
+            v.push((c, p, false));
+        }
+        for shape in lattice_shapes(p) {
+            let c = BpConfig {
+                geo_prefetch: GeoPrefetch::Shared,
+                lattice_boundary: LatticeBoundary::SharedOffsets,
+                lattice_slots: SlotOrder::Ring,
+                ..BpConfig::lattice(shape)
+            };
+            // (where the weights fit beside the lattice)
+            if bp_kernel::<f64>(c, p).is_ok() {
+                v.push((c, p, false));
             }
         }
     }
@@ -3216,6 +3282,81 @@ mod tests {
                     "p={p} f32={f32} {cfg:?}: {e}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn lattice_weights_in_shared_memory_add_the_brick_weights_and_refuse_what_cannot_be_copied() {
+        for p in 1..=8 {
+            let q = p + 2;
+            let t = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
+                .unwrap_or(BpConfig::lattice(lattice_shapes(p)[0]));
+            let sm = BpConfig {
+                geo_prefetch: GeoPrefetch::Shared,
+                ..t
+            };
+            let k0 = bp_kernel::<f64>(
+                BpConfig {
+                    geo_prefetch: GeoPrefetch::None,
+                    ..t
+                },
+                p,
+            )
+            .unwrap();
+            let epb: usize = t.bricks.unwrap().iter().product();
+            for (k, bytes) in [
+                (bp_kernel::<f64>(sm, p).unwrap(), 8),
+                (bp_kernel::<f32>(sm, p).unwrap(), 4),
+            ] {
+                assert_eq!(k.spec.value("GEOPF"), Some("4"));
+                assert!(k.spec.name.contains("-pfsm"), "{}", k.spec.name);
+                if bytes == 8 {
+                    // the brick's weights and the alignment's slack after the other arrays
+                    assert_eq!(k.dyn_smem, k0.dyn_smem + epb * q * q * q * 8 + 16);
+                }
+            }
+            // walked in columns: refused
+            let (column, steps) = lattice_columns(p)[0];
+            let col = BpConfig {
+                bricks: Some(column),
+                lattice_steps: steps,
+                ..sm
+            };
+            assert!(matches!(
+                bp_kernel::<f64>(col, p),
+                Err(GpuError::Unsupported(_))
+            ));
+            // the one-element kernels: refused
+            let pencil = BpConfig {
+                geo_prefetch: GeoPrefetch::Shared,
+                direct_geometry: true,
+                ..BpConfig::new(TensorKind::Mass)
+            };
+            assert!(matches!(
+                bp_kernel::<f64>(pencil, p),
+                Err(GpuError::Unsupported(_))
+            ));
+        }
+        // a brick whose weights are not whole 16-byte granules (one element, Q^3 odd), and
+        // one whose weights do not fit beside its lattice: refused, not miscompiled
+        for (shape, p) in [([1, 1, 1], 7), ([4, 2, 2], 8)] {
+            let c = BpConfig {
+                geo_prefetch: GeoPrefetch::Shared,
+                ..BpConfig::lattice(shape)
+            };
+            assert!(bp_kernel::<f64>(
+                BpConfig {
+                    geo_prefetch: GeoPrefetch::None,
+                    ..c
+                },
+                p
+            )
+            .is_ok());
+            assert!(
+                matches!(bp_kernel::<f64>(c, p), Err(GpuError::Unsupported(_))),
+                "{shape:?} p = {p}: {:?}",
+                bp_kernel::<f64>(c, p).map(|k| k.dyn_smem)
+            );
         }
     }
 

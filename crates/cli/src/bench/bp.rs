@@ -88,6 +88,9 @@ pub enum PrefetchArg {
     L2,
     /// Register columns only: the weights into registers before the gather.
     Registers,
+    /// Lattice kernel only: the brick's weights bulk-copied into shared memory at the
+    /// block's start (v41).
+    Shared,
 }
 
 /// Who zeroes the skeleton of the output (`ferrofem_cuda::bp::SkeletonZeroing`).
@@ -267,8 +270,10 @@ pub struct BpArgs {
     plain_contractions: bool,
     /// v2 with direct geometry loads: prefetch the factors at kernel start (`l1`, `l2`) or,
     /// with register columns, load the weights into registers (`registers`); the lattice
-    /// kernel (v39): the brick's weights into L2 at the block's start (`l2`);
-    /// comma-separated to measure several (e.g. `none,l2`).
+    /// kernel: the brick's weights into L2 at the block's start (`l2`, v39) or bulk-copied
+    /// into shared memory (`shared`, v41); comma-separated to measure several (e.g.
+    /// `none,l2,shared`). Where a choice does not apply, the same kernel runs without it
+    /// (the record's label names the kernel that ran).
     #[arg(long, value_enum, value_delimiter = ',')]
     geo_prefetch: Vec<PrefetchArg>,
     /// v2 with direct stored-geometry loads, and the lattice kernel (v40): the factors
@@ -1125,6 +1130,9 @@ mod gpu {
                 PrefetchArg::L1 => GeoPrefetch::L1,
                 PrefetchArg::L2 => GeoPrefetch::L2,
                 PrefetchArg::Registers => GeoPrefetch::Registers,
+                // (the lattice kernel's only; elsewhere the same kernel runs without, and
+                // the record's label says so)
+                PrefetchArg::Shared => GeoPrefetch::None,
             };
         }
         // the defaults on a brick-sorted box (the problem sorted it, `default_bricks`): the
@@ -1200,9 +1208,11 @@ mod gpu {
         if let (Some(&pf), ferrofem_cuda::bp::Variant::Lattice) =
             (a.geo_prefetch.first(), cfg.variant)
         {
-            // v39: the lattice kernel prefetches into L2 or not at all
+            // v39, v41: the lattice kernel prefetches into L2, copies into shared memory, or
+            // neither (the label says which)
             cfg.geo_prefetch = match pf {
                 PrefetchArg::L2 => GeoPrefetch::L2,
+                PrefetchArg::Shared => GeoPrefetch::Shared,
                 _ => GeoPrefetch::None,
             };
         }
