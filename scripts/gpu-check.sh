@@ -1008,6 +1008,19 @@ case "$MODE" in
     ls -la "$OUT/solution.vtu"
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v60)
+    # v42: the gather's offsets and interior nodes asked of L2 D bricks ahead (D: 0, one
+    # wave W of resident blocks, two), on the v41 defaults, p = 7 in both orders; the lattice
+    # at p = 8 (cap 2, weights in shared memory) against the one-element default
+    for la in 0,396,792 792,396,0; do bench bp1 --backend cuda --order 7 --geo stored --gather-lookahead $la; done
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --gather-lookahead 0,264,528
+    bench bp1 --backend cuda --order 8 --geo stored
+    bench bp1 --backend cuda --order 6 --geo stored --gather-lookahead 0,660,1320
+    bench bp1 --backend cuda --order 5 --geo stored --gather-lookahead 0,924
+    bench bp1 --backend cuda --order 4 --geo stored --gather-lookahead 0,1584
+    bench bp1 --backend cuda --order 3 --geo stored --gather-lookahead 0,528
+    ;;
   v59)
     # v41: the lattice brick's weights bulk-copied into shared memory: the defaults p = 3..7
     # with --geo-prefetch none / l2 / shared in both orders, the lattice at p = 8 (caps 2, 3)

@@ -76,6 +76,21 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                  :: "r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
 }
 
+// A hint to bring [p, p + bytes) into L2 (one bulk prefetch; its bounds must be 16-byte
+// aligned, so the range is widened down to one and narrowed up to the other: a few bytes
+// missed are read as usual)
+__device__ __forceinline__ void bulk_prefetch_l2(const void* p, size_t bytes) {
+#if __CUDA_ARCH__ >= 900
+    const size_t b0 = (size_t)p, b1 = b0 + bytes;
+    const size_t a0 = b0 & ~(size_t)15;
+    const u32 n = (u32)((b1 - a0) & ~(size_t)15);
+    if (n > 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a0), "r"(n) : "memory");
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 // until bar's phase of this parity has completed (its bytes arrived)
 __device__ __forceinline__ void bulk_wait(u64* bar, u32 parity) {
     u32 done;

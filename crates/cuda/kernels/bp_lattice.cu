@@ -51,7 +51,7 @@
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING, GEOPF, GEOCS, LOOKAHEAD.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest, or RING's order); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -152,6 +152,9 @@
 
 #ifndef RING
 #define RING 0
+#endif
+#ifndef LOOKAHEAD
+#define LOOKAHEAD 0
 #endif
 // GEOCS 1 (v40): phase 3 loads the weights with the evict-first policy (GLD, bp_common.cuh).
 // GEOPF 2 (v39): the block's first thread asks for the brick's (column's) weights, which
@@ -368,16 +371,19 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         bulk_copy_to_shared(sW, geo + (size_t)g * EPB * QQQ, bytes, &wbar);
     }
 #endif
-#if GEOPF == 2 && __CUDA_ARCH__ >= 900
-    if (tid == 0) {
-        // [b0, b1): the column's weights; the prefetch wants 16-byte bounds, so the range is
-        // widened down to one and narrowed up to the other (a hint: a few bytes missed are
-        // read as usual)
-        const size_t b0 = (size_t)(geo + (size_t)g * (STEPS * BX * BY * BZ) * QQQ);
-        const size_t b1 = b0 + (size_t)(STEPS * BX * BY * BZ) * QQQ * sizeof(real);
-        const size_t a0 = b0 & ~(size_t)15;
-        const u32 bytes = (u32)((b1 - a0) & ~(size_t)15);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a0), "r"(bytes) : "memory");
+#if GEOPF == 2
+    // the column's weights
+    if (tid == 0) bulk_prefetch_l2(geo + (size_t)g * (STEPS * BX * BY * BZ) * QQQ, (size_t)(STEPS * BX * BY * BZ) * QQQ * sizeof(real));
+#endif
+#if LOOKAHEAD
+    // v42: the boundary offsets and interior nodes of the brick (column) LOOKAHEAD ahead,
+    // whose block starts about when this one ends, asked of L2 by a second warp
+    if (tid == 32 % THREADS) {
+        const u32 h = g + LOOKAHEAD;
+        if ((h + 1) * (u32)EPB <= nelem) {
+            bulk_prefetch_l2(offsets + (size_t)h * NSKB, (size_t)NSKB * sizeof(u32));
+            bulk_prefetch_l2(u + nskel + (size_t)h * NIB, (size_t)NIB * sizeof(real));
+        }
     }
 #endif
 #if ORD == 1

@@ -70,6 +70,15 @@ impl GeoPrefetch {
         }
     }
 
+    /// What a lattice block that walks a column of bricks (v31) takes instead: the copy into
+    /// shared memory is for single bricks, so a column prefetches into L2.
+    pub fn for_columns(self) -> GeoPrefetch {
+        match self {
+            GeoPrefetch::Shared => GeoPrefetch::L2,
+            other => other,
+        }
+    }
+
     /// Short name in kernel and record labels (empty for `None`).
     pub fn tag(self) -> &'static str {
         match self {
@@ -327,6 +336,10 @@ pub struct BpConfig {
     /// fill and the atomics cost less DRAM traffic; plain memory where the device cannot
     /// compress.
     pub compressible_output: bool,
+    /// Lattice kernel (v42): each block asks L2 for the boundary offsets and interior nodes
+    /// of the brick this many bricks ahead (0: none), so that they are on chip when that
+    /// brick's block starts its gather; about the number of resident blocks.
+    pub gather_lookahead: u32,
 }
 
 /// The tag of a slot order in kernel names and bench labels (empty for the default).
@@ -602,8 +615,10 @@ impl BpConfig {
             // +6 % at p = 7 in every run; at p = 6 85–92 GDOF/s by the order of the runs
             // (the first on a fresh mesh slow) against a steady 90 without; −0.1 to −2.5 % at
             // p = 3..5
-            geo_prefetch: if p == 7 {
-                GeoPrefetch::L2
+            // v41 (v59): copied into shared memory instead, p = 6 +2.7 % (88.5–88.7 %), p = 7
+            // +1.3 % over the L2 prefetch; −8 to −22 % at p = 3..5
+            geo_prefetch: if p >= 6 {
+                GeoPrefetch::Shared
             } else {
                 GeoPrefetch::None
             },
@@ -644,6 +659,7 @@ impl BpConfig {
             // v37 (v54): +1.5 % (BP3 p = 3: −0.3 %) to +3.3 % (BP1 p = 4) with both
             compressible_indices: true,
             compressible_output: true,
+            gather_lookahead: 0,
         }
     }
 
@@ -1377,6 +1393,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             "a geometry prefetch needs the v2 kernel with direct stored-geometry loads (or, into L2 or shared memory, the lattice kernel)".into(),
         ));
     }
+    if cfg.gather_lookahead > 0 && cfg.variant != Variant::Lattice {
+        return Err(GpuError::Unsupported(
+            "the gather's lookahead (v42) exists for the lattice kernel only".into(),
+        ));
+    }
     if cfg.geo_prefetch == GeoPrefetch::Shared && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(
             "weights copied into shared memory (v41) exist for the lattice kernel only".into(),
@@ -1726,6 +1747,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             + &label_part('_', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "_sl" } else { "" }
             + &label_part('_', slot_order_tag(cfg.lattice_slots))
+            + &if cfg.gather_lookahead > 0 {
+                format!("_ga{}", cfg.gather_lookahead)
+            } else {
+                String::new()
+            }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1809,6 +1835,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("LBND", cfg.lattice_boundary.code())
             .define("SPLIT", cfg.split_lines as u32)
             .define("RING", (cfg.lattice_slots == SlotOrder::Ring) as u32)
+            .define("LOOKAHEAD", cfg.gather_lookahead)
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
@@ -1881,6 +1908,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         lattice_slots: SlotOrder::Lexicographic,
         compressible_indices: true,
         compressible_output: true,
+        gather_lookahead: 0,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2198,6 +2226,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             let c = BpConfig {
                 bricks: Some(column),
                 lattice_steps: steps,
+                // (a column's weights are not copied into shared memory)
+                geo_prefetch: t.geo_prefetch.for_columns(),
                 min_blocks: t
                     .min_blocks
                     .filter(|_| t.bricks == Some(lattice_shapes(p)[0])),
@@ -2438,6 +2468,18 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             ..t
         }) {
             v.push((c, p, false));
+        }
+        // v42: the gather's offsets and interior nodes asked of L2 one and many bricks ahead
+        // (past the last brick: none), both precisions
+        for (gather_lookahead, f32) in [(1, false), (1, true), (400, false)] {
+            v.push((
+                BpConfig {
+                    gather_lookahead,
+                    ..t
+                },
+                p,
+                f32,
+            ));
         }
         for shape in lattice_shapes(p) {
             let c = BpConfig {

@@ -281,6 +281,11 @@ pub struct BpArgs {
     /// (`false,true`; default false).
     #[arg(long, value_delimiter = ',')]
     evict_first: Vec<bool>,
+    /// The lattice kernel (v42): each block asks L2 for the gather's offsets and interior
+    /// nodes of the brick this many bricks ahead (0: none; default: the tuned choice),
+    /// comma-separated to measure several (e.g. `0,396,792`).
+    #[arg(long, value_delimiter = ',')]
+    gather_lookahead: Vec<u32>,
     /// v2, non-persistent: the scatter reloads the skeleton offsets instead of keeping the
     /// gather's indices in registers, comma-separated to measure both (`false,true`).
     #[arg(long, value_delimiter = ',')]
@@ -757,6 +762,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.compressible_indices.clear();
         base.geo_prefetch.clear();
         base.evict_first.clear();
+        base.gather_lookahead.clear();
         base.late_indices.clear();
         base.pencil_weights.clear();
         base.conflict_free.clear();
@@ -784,6 +790,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     });
     let all = split(all, &a.geo_prefetch, |c, v| c.geo_prefetch = v);
     let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
+    let all = split(all, &a.gather_lookahead, |c, v| c.gather_lookahead = v);
     let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
     let all = split(all, &a.pencil_weights, |c, v| c.pencil_weights = v);
     let all = split(all, &a.conflict_free, |c, v| c.conflict_free = v);
@@ -1066,6 +1073,7 @@ mod gpu {
             lattice_slots: SlotOrder::Lexicographic,
             compressible_indices: true,
             compressible_output: true,
+            gather_lookahead: 0,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1205,6 +1213,12 @@ mod gpu {
             // v40: the lattice kernel's weights loaded evict-first
             cfg.evict_first_geometry = ef;
         }
+        if let (Some(&la), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.gather_lookahead.first(), cfg.variant)
+        {
+            // v42: the gather's data asked of L2 this many bricks ahead
+            cfg.gather_lookahead = la;
+        }
         if let (Some(&pf), ferrofem_cuda::bp::Variant::Lattice) =
             (a.geo_prefetch.first(), cfg.variant)
         {
@@ -1224,6 +1238,10 @@ mod gpu {
             bricks = bricks.map(|b| [b[0], b[1], b[2] * s]);
             cfg.bricks = bricks;
             cfg.lattice_steps = s;
+            if s > 1 {
+                // (a column prefetches its weights into L2 instead; the label says so)
+                cfg.geo_prefetch = cfg.geo_prefetch.for_columns();
+            }
         }
         let space = prob.space_for(
             bricks,
@@ -1308,7 +1326,12 @@ mod gpu {
             }
             + &label_part('+', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "+sl" } else { "" }
-            + &label_part('+', slot_order_tag(cfg.lattice_slots));
+            + &label_part('+', slot_order_tag(cfg.lattice_slots))
+            + &if cfg.gather_lookahead > 0 {
+                format!("+ga{}", cfg.gather_lookahead)
+            } else {
+                String::new()
+            };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);
             let (scfg, own_kernel) = solve_config(
