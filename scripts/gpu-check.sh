@@ -1008,6 +1008,15 @@ case "$MODE" in
     ls -la "$OUT/solution.vtu"
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  v61)
+    # the lattice on 2x1x1 bricks at p = 7, 8 (160 / 192 threads: phases 2-4 use more of the
+    # block than 2x2x1's, more blocks per SM); v42's lookahead again at p = 3, 7
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 7 --bricks 2x1x1 --min-blocks 0,4,5 --geo-prefetch shared,l2 --gather-lookahead 0,660
+    $L --order 8 --bricks 2x1x1 --min-blocks 3,4 --rolled false,true --geo-prefetch shared,l2
+    bench bp1 --backend cuda --order 7 --geo stored --gather-lookahead 396,264,0
+    bench bp1 --backend cuda --order 3 --geo stored --gather-lookahead 528,0,264
+    ;;
   v60)
     # v42: the gather's offsets and interior nodes asked of L2 D bricks ahead (D: 0, one
     # wave W of resident blocks, two), on the v41 defaults, p = 7 in both orders; the lattice
