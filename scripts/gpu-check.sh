@@ -1008,6 +1008,22 @@ case "$MODE" in
     ls -la "$OUT/solution.vtu"
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  final18)
+    # the eighteenth session's defaults (v41: the weights copied into shared memory at
+    # p = 6, 7; v42: the gather's lookahead at p = 3, 7) after all GPU tests: BP1 stored
+    # p = 3..8 twice, BP3 and BP3.5 stored p = 3..8 once, the full-BP solves at p = 6, 7, and
+    # the README's main job (final18b: BP3 and BP3.5)
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 6,7 --geo stored --solve 1e-8
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    ;;
+  final18b)
+    # BP3 and BP3.5 stored p = 3..8 on the same defaults (their kernels share the moved
+    # bulk-copy helpers)
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    ;;
   v61)
     # the lattice on 2x1x1 bricks at p = 7, 8 (160 / 192 threads: phases 2-4 use more of the
     # block than 2x2x1's, more blocks per SM); v42's lookahead again at p = 3, 7

@@ -622,6 +622,14 @@ impl BpConfig {
             } else {
                 GeoPrefetch::None
             },
+            // v42 (v60, v61): the gather's data asked of L2 one wave of resident blocks ahead
+            // (an H200's 132 multiprocessors × blocks per SM), +1.5 % at p = 3 and p = 7 in
+            // every run; ±0.5 % at p = 4, 5, −5 % at p = 6
+            gather_lookahead: match p {
+                3 => 528,
+                7 => 396,
+                _ => 0,
+            },
             ..BpConfig::lattice(shape)
         })
     }
