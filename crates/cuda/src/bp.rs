@@ -2448,6 +2448,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     BpConfig {
                         geo_prefetch,
                         evict_first_geometry,
+                        // (v42's lookahead with the weights read from L2 spills 52 bytes at
+                        // p = 7's cap of 80 registers; the defaults pair it with the copy
+                        // into shared memory)
+                        gather_lookahead: if geo_prefetch == GeoPrefetch::Shared {
+                            t.gather_lookahead
+                        } else {
+                            0
+                        },
                         ..t
                     },
                     p,
