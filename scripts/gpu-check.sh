@@ -1008,6 +1008,22 @@ case "$MODE" in
     ls -la "$OUT/solution.vtu"
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  ncu30)
+    # where the p = 7 lattice (the eighteenth session's default: weights in shared memory,
+    # lookahead 396) and the p = 8 one-element kernel spend their warps' cycles: stall
+    # reasons per issued instruction, pipes, and the source lines with the most samples
+    STALLS=""
+    for r in barrier long_scoreboard short_scoreboard mio_throttle lg_throttle wait math_pipe_throttle not_selected selected dispatch_stall membar drain imc_miss no_instruction branch_resolving sleeping tex_throttle; do
+      STALLS="$STALLS,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"
+    done
+    NCU_L2="$NCU_L2$STALLS,sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed_op_global_ld.sum"
+    for p in 7 8; do
+      f="$OUT/ncu30-bp1-p$p-default"
+      NCU_EXTRA="--section WarpStateStats --section SourceCounters" ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order $p
+      echo "== ncu30 bp1 p$p default"
+      grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
+    done
+    ;;
   final18)
     # the eighteenth session's defaults (v41: the weights copied into shared memory at
     # p = 6, 7; v42: the gather's lookahead at p = 3, 7) after all GPU tests: BP1 stored
