@@ -1311,13 +1311,13 @@ struct LatticeBlock {
     pitches: [usize; 2],
 }
 
+/// The most shared memory one block can opt in to on sm_90 (227 KiB), static included.
+const SM90_SHARED_PER_BLOCK: usize = 227 * 1024;
+
 /// The lattice kernel's block for bricks `b` at order `p`, `q` points, `real` bytes per
 /// value; `conflict_free` (v27) pads the plane pitches to NX modulo the reals that one
 /// shared-memory wavefront serves per bank sweep (16 in f64, 32 in f32), so that the lanes
 /// of the (x, zq) phases fall in consecutive banks.
-/// The most shared memory one block can opt in to on sm_90 (227 KiB).
-const SM90_SHARED_PER_BLOCK: usize = 227 * 1024;
-
 fn lattice_block(
     b: [usize; 3],
     p: usize,
@@ -1629,9 +1629,10 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             // v41: the brick's weights after them, 16-byte aligned (one bulk copy)
             let weights = if cfg.geo_prefetch == GeoPrefetch::Shared {
                 let bytes = b.iter().product::<usize>() * q * q * q * T::BYTES;
-                if cfg.lattice_steps > 1 || bytes % 16 != 0 || bytes >= 1 << 20 {
+                // (the block's size limit below keeps the copy under the mbarrier's 1 MiB)
+                if cfg.lattice_steps > 1 || bytes % 16 != 0 {
                     return Err(GpuError::Unsupported(format!(
-                        "weights copied into shared memory need a single-step lattice block whose weights are a multiple of 16 bytes below 1 MiB; a {b:?} brick of order {p} with {} steps has {bytes}",
+                        "weights copied into shared memory need a single-step lattice block whose weights are a multiple of 16 bytes; a {b:?} brick of order {p} with {} steps has {bytes}",
                         cfg.lattice_steps
                     )));
                 }
