@@ -1024,6 +1024,15 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  user18)
+    # the review's check as a user calls it, on the final code: the README's main job, the
+    # hexahedral GPU solves (the Gmsh mesh among them), and BP1 stored p = 3..8 once
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    ls -la "$OUT/solution.vtu"
+    solve_pcg "${HEX_SOLVES[@]}"
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    ;;
   final18)
     # the eighteenth session's defaults (v41: the weights copied into shared memory at
     # p = 6, 7; v42: the gather's lookahead at p = 3, 7) after all GPU tests: BP1 stored
