@@ -1024,6 +1024,17 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  v63)
+    # v43: the pipelined (persistent) lattice kernel against one block per brick on the
+    # defaults, p = 3..7 in both orders; p = 7 pipelined with lookaheads 0, 396, 792; the
+    # lattice at p = 8 (cap 2, weights in shared memory) both ways against the one-element
+    # default
+    for pp in false,true true,false; do bench bp1 --backend cuda --order 3..7 --geo stored --lattice-pipeline $pp; done
+    bench bp1 --backend cuda --order 7 --geo stored --lattice-pipeline true --gather-lookahead 0,396,792
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --lattice-pipeline true,false --gather-lookahead 0,264
+    bench bp1 --backend cuda --order 8 --geo stored
+    ;;
   user18)
     # the review's check as a user calls it, on the final code: the README's main job, the
     # hexahedral GPU solves (the Gmsh mesh among them), and BP1 stored p = 3..8 once
