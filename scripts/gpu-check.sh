@@ -1035,6 +1035,18 @@ case "$MODE" in
     $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --lattice-pipeline true,false --gather-lookahead 0,264
     bench bp1 --backend cuda --order 8 --geo stored
     ;;
+  ncu31)
+    # v43's look-back: the p = 7 default against the same kernel pipelined (persistent),
+    # one apply each under Nsight Compute; and the pipelined kernel's weights by each path
+    for pp in false true; do
+      f="$OUT/ncu31-bp1-p7-pp-$pp"
+      NCU_EXTRA="--section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis" \
+        ncu_apply "$f.txt" bp1 --backend cuda --geo stored --order 7 --lattice-pipeline $pp
+      echo "== ncu31 bp1 p7 pipelined $pp"
+      grep -E "stalled|Stall|gpu__time|Issue Slots|Eligible|Active Warps|dram__|fabric|lts__t_sectors|Bank|Shared|L1/TEX Hit|ERR" "$f.txt" | head -40
+    done
+    bench bp1 --backend cuda --order 7 --geo stored --lattice-pipeline true --gather-lookahead 0 --geo-prefetch none,l2,shared
+    ;;
   user18)
     # the review's check as a user calls it, on the final code: the README's main job, the
     # hexahedral GPU solves (the Gmsh mesh among them), and BP1 stored p = 3..8 once
