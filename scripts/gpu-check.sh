@@ -1025,6 +1025,7 @@ case "$MODE" in
     done
     ;;
   v63)
+    # (needs the binaries of branch exp-pipeline, whose bench has --lattice-pipeline)
     # v43: the pipelined (persistent) lattice kernel against one block per brick on the
     # defaults, p = 3..7 in both orders; p = 7 pipelined with lookaheads 0, 396, 792; the
     # lattice at p = 8 (cap 2, weights in shared memory) both ways against the one-element
@@ -1036,6 +1037,7 @@ case "$MODE" in
     bench bp1 --backend cuda --order 8 --geo stored
     ;;
   ncu31)
+    # (needs the binaries of branch exp-pipeline, whose bench has --lattice-pipeline)
     # v43's look-back: the p = 7 default against the same kernel pipelined (persistent),
     # one apply each under Nsight Compute; and the pipelined kernel's weights by each path
     for pp in false true; do

@@ -158,8 +158,6 @@ fn main() {
             cfg.gather_lookahead = flag(&args, "ga").unwrap_or(0) as u32;
             // v40: the weights loaded evict-first
             cfg.evict_first_geometry = has("cs");
-            // v43: persistent, the next brick's gather pipelined with the scatter
-            cfg.persistent = has("pp");
             if has("oz") {
                 cfg.skeleton_zeroing = SkeletonZeroing::Owner;
             } else if has("ov") {

@@ -156,13 +156,6 @@
 #ifndef LOOKAHEAD
 #define LOOKAHEAD 0
 #endif
-#ifndef PIPE
-#define PIPE 0
-#endif
-// the offsets' row length per brick (v43 pads it to 16 bytes for bulk copies)
-#ifndef OSTRIDE
-#define OSTRIDE NSKB
-#endif
 // GEOCS 1 (v40): phase 3 loads the weights with the evict-first policy (GLD, bp_common.cuh).
 // GEOPF 2 (v39): the block's first thread asks for the brick's (column's) weights, which
 // phase 3 reads after two barriers, to be brought into L2 at the block's start (one bulk
@@ -271,7 +264,7 @@ __device__ __forceinline__ u32 gather_index(const u32* FF_RESTRICT off, u32* sOf
     bool bnd;
     const u32 i = lattice_slot(g, nskel, x, y, r, s, zl, bnd);
     if (!bnd) return i;
-    const u32 o = off[(size_t)g * OSTRIDE + i];
+    const u32 o = off[(size_t)g * NSKB + i];
 #if LBND
     sOff[i] = o;
 #else
@@ -302,73 +295,8 @@ __device__ __forceinline__ void scatter(const u32* FF_RESTRICT off, const u32* s
 #else
     (void)sOff;
     (void)stage;
-    atomicAdd(v + off[(size_t)g * OSTRIDE + i], val);
+    atomicAdd(v + off[(size_t)g * NSKB + i], val);
 #endif
-}
-
-// Phase 2 (whole lines): contract along y, sZ -> sY, one (x, zq) line per item.
-__device__ __forceinline__ void lattice_phase_y(const real* sZ, real* sY, int tid) {
-#pragma unroll 1
-    for (int t = tid; t < NX * ZQ; t += THREADS) {
-        const int x = t % NX, zq = t / NX;
-        ELEMENT_LOOP
-        for (int ey = 0; ey < BY; ey++) {
-            real in[N], out[Q];
-#pragma unroll
-            for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
-            CONTRACT(cBf, 1, N, Q, in, out);
-#pragma unroll
-            for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
-        }
-    }
-}
-
-// Phase 3 (whole lines): contract along x, weigh by w (the brick's weights, lattice order),
-// transposed x, in place in sY: element ex reads nodes ex p .. ex p + p of the line before it
-// writes ex p .. ex p + p - 1; the node it shares with the next element is carried in a
-// register and summed there.
-__device__ __forceinline__ void lattice_phase_x(real* sY, const real* w, int tid) {
-#pragma unroll 1
-    for (int t = tid; t < YQ * ZQ; t += THREADS) {
-        real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
-        real carry = 0;
-        ELEMENT_LOOP
-        for (int ex = 0; ex < BX; ex++) {
-            real in[N], pts[Q], out[N];
-#pragma unroll
-            for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
-            CONTRACT(cBf, 1, N, Q, in, pts);
-#pragma unroll
-            for (int q = 0; q < Q; q++) pts[q] *= WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + t]);
-            CONTRACT(cBt, 1, Q, N, pts, out);
-            row[ex * (N - 1)] = out[0] + carry;
-#pragma unroll
-            for (int i = 1; i < N - 1; i++) row[ex * (N - 1) + i] = out[i];
-            carry = out[N - 1];
-        }
-        row[NX - 1] = carry;
-    }
-}
-
-// Phase 4 (whole lines): transposed y, sY -> sZ, the shared nodes carried as in phase 3.
-__device__ __forceinline__ void lattice_phase_yt(const real* sY, real* sZ, int tid) {
-#pragma unroll 1
-    for (int t = tid; t < NX * ZQ; t += THREADS) {
-        const int x = t % NX, zq = t / NX;
-        real carry = 0;
-        ELEMENT_LOOP
-        for (int ey = 0; ey < BY; ey++) {
-            real in[Q], out[N];
-#pragma unroll
-            for (int q = 0; q < Q; q++) in[q] = sY[zq * PY + (ey * Q + q) * LP + x];
-            CONTRACT(cBt, 1, Q, N, in, out);
-            sZ[zq * PZ + ey * (N - 1) * LP + x] = out[0] + carry;
-#pragma unroll
-            for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
-            carry = out[N - 1];
-        }
-        sZ[zq * PZ + (NY - 1) * LP + x] = carry;
-    }
 }
 
 #if SPLIT
@@ -411,7 +339,6 @@ __device__ __forceinline__ real carry_from_previous_lane(real v, int e) {
     } while (0)
 #endif
 
-#if !PIPE
 extern "C" __global__ void __launch_bounds__(THREADS, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
          const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha ORD_PARAMS) {
@@ -454,7 +381,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     if (tid == 32 % THREADS) {
         const u32 h = g + LOOKAHEAD;
         if ((h + 1) * (u32)EPB <= nelem) {
-            bulk_prefetch_l2(offsets + (size_t)h * OSTRIDE, (size_t)NSKB * sizeof(u32));
+            bulk_prefetch_l2(offsets + (size_t)h * NSKB, (size_t)NSKB * sizeof(u32));
             bulk_prefetch_l2(u + nskel + (size_t)h * NIB, (size_t)NIB * sizeof(real));
         }
     }
@@ -536,7 +463,19 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #else
         // 2: contract along y
-        lattice_phase_y(sZ, sY, tid);
+#pragma unroll 1
+        for (int t = tid; t < NX * ZQ; t += THREADS) {
+            const int x = t % NX, zq = t / NX;
+            ELEMENT_LOOP
+            for (int ey = 0; ey < BY; ey++) {
+                real in[N], out[Q];
+#pragma unroll
+                for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
+                CONTRACT(cBf, 1, N, Q, in, out);
+#pragma unroll
+                for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
+            }
+        }
 #endif
         __syncthreads();
 
@@ -575,13 +514,34 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #else
-        // 3: contract along x, weigh, transposed x, in place
+        // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
+        // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
+        // with the next element is carried in a register and summed there
 #if GEOPF == 4
         const real* w = sW;
 #else
         const real* w = geo + ((size_t)g * STEPS + s) * (BX * BY * BZ) * QQQ;
 #endif
-        lattice_phase_x(sY, w, tid);
+#pragma unroll 1
+        for (int t = tid; t < YQ * ZQ; t += THREADS) {
+            real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
+            real carry = 0;
+            ELEMENT_LOOP
+            for (int ex = 0; ex < BX; ex++) {
+                real in[N], pts[Q], out[N];
+#pragma unroll
+                for (int i = 0; i < N; i++) in[i] = row[ex * (N - 1) + i];
+                CONTRACT(cBf, 1, N, Q, in, pts);
+#pragma unroll
+                for (int q = 0; q < Q; q++) pts[q] *= WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + t]);
+                CONTRACT(cBt, 1, Q, N, pts, out);
+                row[ex * (N - 1)] = out[0] + carry;
+#pragma unroll
+                for (int i = 1; i < N - 1; i++) row[ex * (N - 1) + i] = out[i];
+                carry = out[N - 1];
+            }
+            row[NX - 1] = carry;
+        }
 #endif
         __syncthreads();
 
@@ -605,7 +565,23 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #else
         // 4: transposed y (shared nodes carried as in 3)
-        lattice_phase_yt(sY, sZ, tid);
+#pragma unroll 1
+        for (int t = tid; t < NX * ZQ; t += THREADS) {
+            const int x = t % NX, zq = t / NX;
+            real carry = 0;
+            ELEMENT_LOOP
+            for (int ey = 0; ey < BY; ey++) {
+                real in[Q], out[N];
+#pragma unroll
+                for (int q = 0; q < Q; q++) in[q] = sY[zq * PY + (ey * Q + q) * LP + x];
+                CONTRACT(cBt, 1, Q, N, in, out);
+                sZ[zq * PZ + ey * (N - 1) * LP + x] = out[0] + carry;
+#pragma unroll
+                for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
+                carry = out[N - 1];
+            }
+            sZ[zq * PZ + (NY - 1) * LP + x] = carry;
+        }
 #endif
 #if LBND != 2
         SCATTER_WAIT();
@@ -677,205 +653,3 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     (void)mats;
     (void)alpha;
 }
-#endif  // !PIPE
-
-
-#if PIPE
-// v43 (PIPE 1): a persistent, pipelined lattice kernel. One wave of blocks; block b runs
-// bricks b, b + G, b + 2 G, ... (G = gridDim.x). The two lattice arrays swap roles from one
-// brick to the next, so that phase 5 of brick g (reading sZ) and phase 1 of brick g + G
-// (writing the other array, free since phase 4) run as one phase:
-// - the next brick's boundary offsets are bulk-copied into the second offsets array (rows of
-//   OSTRIDE, padded to 16 bytes) at the top of brick g, on mbarrier obar;
-// - in the fused phase each thread starts asynchronous copies (cp.async) of its next column's
-//   nodes from global memory straight into that column's slots of the free array, contracts
-//   and scatters the current brick's column, then waits for its own copies and contracts
-//   them: the gather's latency overlaps the scatter and holds no registers;
-// - the weights (GEOPF 4) of brick g + G are copied into sW once phase 3 of brick g has read
-//   them, on mbarrier wbar's next phase (GEOPF 2: prefetched into L2 there).
-// LOOKAHEAD asks L2 for the gather's data of brick g + LOOKAHEAD at the top of brick g.
-#if STEPS > 1 || SPLIT || LBND != 1 || ORD == 1
-#error "the pipelined lattice kernel (PIPE 1) is for single-step blocks of whole lines, with the offsets in shared memory (LBND 1), without owner zeroing"
-#endif
-#if (OSTRIDE * 4) % 16 || OSTRIDE < NSKB
-#error "the pipelined lattice kernel copies rows of offsets padded to 16 bytes (OSTRIDE)"
-#endif
-// each lattice array holds either role: [zq][y][x] (pitch PZ) or [zq][yq][x] (pitch PY)
-#define SBUF (ZQ * (PZ > PY ? PZ : PY))
-
-// One node from global memory into shared memory, asynchronously (the thread's own copies
-// complete at pipe_copies_wait)
-__device__ __forceinline__ void pipe_copy_node(real* dst, const real* src) {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" :: "r"(smem_u32(dst)), "l"(src), "n"(sizeof(real)) : "memory");
-#else
-    *dst = *src;
-#endif
-}
-
-__device__ __forceinline__ void pipe_copies_wait() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
-// The gather of the z-column (x, y) (rank r) of brick g into its slots of sZ (node i at plane
-// i), the boundary's offsets from sOff (already copied there).
-__device__ __forceinline__ void pipe_gather(real* sZ, const u32* sOff, const real* FF_RESTRICT u, u32 g, u32 nskel,
-                                            int x, int y, int r) {
-#pragma unroll
-    for (int i = 0; i < NZ; i++) {
-        bool bnd;
-        const u32 j = lattice_slot(g, nskel, x, y, r, 0, i, bnd);
-        pipe_copy_node(sZ + i * PZ + y * LP + x, u + (bnd ? sOff[j] : j));
-    }
-}
-
-// Phase 1 of a gathered column (its nodes in its slots of sZ, this thread's copies waited
-// for): contract along z, element by element, into the same column of sZ.
-__device__ __forceinline__ void pipe_contract_z(real* sZ, int x, int y) {
-    real col[NZ];
-#pragma unroll
-    for (int i = 0; i < NZ; i++) col[i] = sZ[i * PZ + y * LP + x];
-#pragma unroll
-    for (int ez = 0; ez < BZ; ez++) {
-        real in[N], out[Q];
-#pragma unroll
-        for (int i = 0; i < N; i++) in[i] = col[ez * (N - 1) + i];
-        CONTRACT(cBf, 1, N, Q, in, out);
-#pragma unroll
-        for (int q = 0; q < Q; q++) sZ[(ez * Q + q) * PZ + y * LP + x] = out[q];
-    }
-}
-
-// Brick g's boundary offsets into sOff (one thread), completing on bar's current phase;
-// sOff was last read (generic proxy) before a barrier, hence the proxy fence.
-__device__ __forceinline__ void pipe_copy_offsets(u32* sOff, const u32* off, u32 g, u64* bar) {
-    const u32 bytes = (u32)(OSTRIDE * sizeof(u32));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
-    bulk_copy_to_shared(sOff, off + (size_t)g * OSTRIDE, bytes, bar);
-}
-
-// The weights of brick g into sW (GEOPF 4, one thread), completing on bar's current phase;
-// GEOPF 2: asked of L2.
-__device__ __forceinline__ void pipe_copy_weights(real* sW, const real* geo, u32 g, u64* bar) {
-#if GEOPF == 4
-    const u32 bytes = (u32)(EPB * QQQ * sizeof(real));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
-    bulk_copy_to_shared(sW, geo + (size_t)g * EPB * QQQ, bytes, bar);
-#elif GEOPF == 2
-    (void)sW;
-    (void)bar;
-    bulk_prefetch_l2(geo + (size_t)g * EPB * QQQ, (size_t)EPB * QQQ * sizeof(real));
-#else
-    (void)sW;
-    (void)geo;
-    (void)g;
-    (void)bar;
-#endif
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, MINB)
-bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
-         const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha) {
-    extern __shared__ __align__(16) real smem[];
-    __shared__ u64 obar, wbar;
-    // the arrays, then (16-byte aligned) the two offsets rows, then the weights
-    u32* const oA = (u32*)(((size_t)(smem + 2 * SBUF) + 15) & ~(size_t)15);
-    real* const sW = (real*)(oA + 2 * OSTRIDE);
-    const int tid = threadIdx.x;
-    const u32 G = gridDim.x;
-    u32 g = blockIdx.x;
-    if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
-    if (tid == 0) {
-        bulk_barrier_init(&obar);
-        bulk_barrier_init(&wbar);
-        pipe_copy_offsets(oA, offsets, g, &obar);
-        pipe_copy_weights(sW, geo, g, &wbar);
-    }
-    __syncthreads();
-    // phase 1 of the first brick
-    bulk_wait(&obar, 0);
-#pragma unroll 1
-    for (int t = tid; t < NX * NY; t += THREADS) {
-        int x, y;
-        lattice_column(t, x, y);
-        pipe_gather(smem, oA, u, g, nskel, x, y, t);
-        pipe_copies_wait();
-        pipe_contract_z(smem, x, y);
-    }
-#pragma unroll 1
-    for (u32 k = 0;; k++) {
-        const u32 odd = k & 1;
-        real* const sZ = smem + odd * SBUF;
-        real* const sY = smem + (odd ^ 1) * SBUF;
-        u32* const offNow = oA + odd * OSTRIDE;
-        u32* const offNext = oA + (odd ^ 1) * OSTRIDE;
-        const u32 gn = g + G;
-        const bool next = gn < nelem / (u32)EPB;
-#if LOOKAHEAD
-        if (tid == 32 % THREADS) {
-            const u32 h = g + LOOKAHEAD;
-            if ((h + 1) * (u32)EPB <= nelem) {
-                bulk_prefetch_l2(offsets + (size_t)h * OSTRIDE, (size_t)NSKB * sizeof(u32));
-                bulk_prefetch_l2(u + nskel + (size_t)h * NIB, (size_t)NIB * sizeof(real));
-            }
-        }
-#endif
-        __syncthreads();
-        // the next brick's offsets (offNext was last read by the previous brick's scatter)
-        if (tid == 0 && next) pipe_copy_offsets(offNext, offsets, gn, &obar);
-        // 2
-        lattice_phase_y(sZ, sY, tid);
-        __syncthreads();
-        // 3
-#if GEOPF == 4
-        bulk_wait(&wbar, odd);
-        lattice_phase_x(sY, sW, tid);
-#else
-        lattice_phase_x(sY, geo + (size_t)g * EPB * QQQ, tid);
-#endif
-        __syncthreads();
-        if (tid == 0 && next) pipe_copy_weights(sW, geo, gn, &wbar);
-        // 4
-        lattice_phase_yt(sY, sZ, tid);
-#if ORD == 4
-        if (k == 0) pdl_wait();
-#endif
-        __syncthreads();
-        if (next) bulk_wait(&obar, odd ^ 1);
-        // 5 of brick g and 1 of brick g + G, column by column: the next brick's column copied
-        // into sY (the next brick's sZ) while this brick's is contracted and scattered
-#pragma unroll 1
-        for (int t = tid; t < NX * NY; t += THREADS) {
-            int x, y;
-            lattice_column(t, x, y);
-            if (next) pipe_gather(sY, offNext, u, gn, nskel, x, y, t);
-            real carry = 0;
-            ELEMENT_LOOP
-            for (int ez = 0; ez < BZ; ez++) {
-                real in[Q], out[N];
-#pragma unroll
-                for (int q = 0; q < Q; q++) in[q] = sZ[(ez * Q + q) * PZ + y * LP + x];
-                CONTRACT(cBt, 1, Q, N, in, out);
-                out[0] += carry;
-#pragma unroll
-                for (int kk = 0; kk < N - 1; kk++)
-                    scatter(offsets, offNow, nullptr, v, g, nskel, x, y, t, 0, ez * (N - 1) + kk, out[kk]);
-                carry = out[N - 1];
-            }
-            scatter(offsets, offNow, nullptr, v, g, nskel, x, y, t, 0, NZ - 1, carry);
-            if (next) {
-                pipe_copies_wait();
-                pipe_contract_z(sY, x, y);
-            }
-        }
-        if (!next) break;
-        g = gn;
-    }
-    (void)mats;
-    (void)alpha;
-}
-#endif  // PIPE

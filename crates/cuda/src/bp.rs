@@ -251,12 +251,9 @@ pub struct BpConfig {
     /// v2 with stored geometry: read the factors directly from global memory in the
     /// pointwise phase instead of staging them in shared memory with bulk copies.
     pub direct_geometry: bool,
-    /// A persistent kernel, one wave of blocks looping over the work. v2 (v5): it gathers
-    /// the next element's input (asynchronous copies) and fetches its geometry (bulk
-    /// copies) while computing the current one. The lattice kernel (v43, single steps):
-    /// a block runs every G-th brick (G blocks) and issues the next brick's gather in the
-    /// same pass as the current brick's scatter, its weights' copy once the current ones
-    /// are read.
+    /// v2 only (v5): a persistent kernel, one wave of blocks looping over the elements,
+    /// that gathers the next element's input (asynchronous copies) and fetches its
+    /// geometry (bulk copies) while computing the current one.
     pub persistent: bool,
     /// v2 BP1 only (v6): the gather and scatter go through registers (owner threads load
     /// and store whole z-columns, contracting along z there) and the x-pencils meet the
@@ -714,31 +711,6 @@ pub struct GpuBp<T: GpuReal> {
     brick_layout: Option<ferrofem_space::BrickLayout>,
 }
 
-/// `rows` of `width` values each, every row padded with zeros to `stride` (or, `stride`
-/// below `width`, the rows as they are); [`unpad_rows`] undoes it.
-pub fn pad_rows(rows: &[u32], width: usize, stride: usize) -> Vec<u32> {
-    if stride <= width || width == 0 {
-        return rows.to_vec();
-    }
-    let mut out = Vec::with_capacity(rows.len() / width * stride);
-    for r in rows.chunks(width) {
-        out.extend_from_slice(r);
-        out.resize(out.len() + stride - r.len(), 0);
-    }
-    out
-}
-
-/// The rows of `width` values out of rows padded to `stride` ([`pad_rows`]).
-pub fn unpad_rows(rows: &[u32], width: usize, stride: usize) -> Vec<u32> {
-    if stride <= width || width == 0 {
-        return rows.to_vec();
-    }
-    rows.chunks(stride)
-        .flat_map(|r| &r[..width])
-        .copied()
-        .collect()
-}
-
 /// The restriction's offsets on the device, in compressible memory when asked and the
 /// device can compress (plain memory otherwise).
 fn upload_indices(
@@ -857,15 +829,18 @@ pub struct OwnerSchedule {
     pub preds: Vec<u32>,
 }
 
-/// How many blocks of the apply kernel `func` (blocks of `block` threads, `dyn_smem` bytes
-/// of dynamic shared memory) one multiprocessor holds at once.
+/// How many blocks of the v2 apply kernel `func` (order `p`, `q` points, `epb` elements
+/// per block, `dyn_smem` bytes of dynamic shared memory) one multiprocessor holds at once.
 fn resident_blocks_per_sm(
     func: &CudaFunction,
-    block: [u32; 3],
+    p: usize,
+    q: usize,
+    epb: usize,
     dyn_smem: usize,
 ) -> Result<usize, GpuError> {
+    let t1d = (p + 1).max(q) as u32;
     let per_sm = func
-        .occupancy_max_active_blocks_per_multiprocessor(block.iter().product(), dyn_smem, None)
+        .occupancy_max_active_blocks_per_multiprocessor(t1d * t1d * epb as u32, dyn_smem, None)
         .map_err(|e| GpuError::driver("occupancy query", e))?;
     Ok(per_sm as usize)
 }
@@ -1336,24 +1311,13 @@ struct LatticeBlock {
     pitches: [usize; 2],
 }
 
-/// The brick offsets' row length for `nskb` boundary slots: padded to 16 bytes for the
-/// pipelined lattice kernel (v43), which bulk-copies each brick's row; `nskb` otherwise.
-pub fn brick_offsets_stride(cfg: &BpConfig, nskb: usize) -> usize {
-    if cfg.persistent && cfg.variant == Variant::Lattice {
-        nskb.next_multiple_of(4)
-    } else {
-        nskb
-    }
-}
-
 /// The most shared memory one block can opt in to on sm_90 (227 KiB), static included.
 const SM90_SHARED_PER_BLOCK: usize = 227 * 1024;
 
 /// The lattice kernel's block for bricks `b` at order `p`, `q` points, `real` bytes per
 /// value; `conflict_free` (v27) pads the plane pitches to NX modulo the reals that one
 /// shared-memory wavefront serves per bank sweep (16 in f64, 32 in f32), so that the lanes
-/// of the (x, zq) phases fall in consecutive banks; `pipelined` (v43) sizes both arrays for
-/// either role, since they swap from one brick to the next.
+/// of the (x, zq) phases fall in consecutive banks.
 fn lattice_block(
     b: [usize; 3],
     p: usize,
@@ -1361,7 +1325,6 @@ fn lattice_block(
     real: usize,
     conflict_free: bool,
     split: bool,
-    pipelined: bool,
 ) -> Result<LatticeBlock, GpuError> {
     let nd = b.map(|e| e * p + 1);
     let lp = nd[0] | 1;
@@ -1375,12 +1338,7 @@ fn lattice_block(
         }
     };
     let pitches = [pitch(nd[1] * lp), pitch(yq * lp)];
-    let words = if pipelined {
-        // (v43: two arrays, each of either role)
-        2 * zq * pitches[0].max(pitches[1])
-    } else {
-        zq * (pitches[0] + pitches[1])
-    };
+    let words = zq * (pitches[0] + pitches[1]);
     // one thread per line of the largest phase, or (split) per element of a line
     let per_line = |e: usize| if split { e } else { 1 };
     let threads = (nd[0] * nd[1] * per_line(b[2]))
@@ -1420,24 +1378,11 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.kind.name()
         )));
     }
-    if (cfg.interior_last || cfg.direct_geometry) && cfg.variant != Variant::Pencil {
-        return Err(GpuError::Unsupported(
-            "interior-last numbering and direct geometry loads exist in the v2 (pencil) kernels only".into(),
-        ));
-    }
-    if cfg.persistent
-        && !(cfg.variant == Variant::Pencil
-            || cfg.variant == Variant::Lattice
-                && cfg.lattice_steps <= 1
-                && !cfg.split_lines
-                && cfg.lattice_boundary == LatticeBoundary::SharedOffsets
-                && matches!(
-                    cfg.skeleton_zeroing,
-                    SkeletonZeroing::Host | SkeletonZeroing::Memset | SkeletonZeroing::Overlapped
-                ))
+    if (cfg.interior_last || cfg.direct_geometry || cfg.persistent)
+        && cfg.variant != Variant::Pencil
     {
         return Err(GpuError::Unsupported(
-            "the persistent kernel exists in the v2 (pencil) kernels and (v43, pipelined) in the lattice kernel in single steps of whole lines, with the offsets in shared memory and the fill before the launch".into(),
+            "interior-last numbering, direct geometry loads and the persistent kernel exist in the v2 (pencil) kernels only".into(),
         ));
     }
     if cfg.register_columns
@@ -1583,7 +1528,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
     }
     if let Some(b) = cfg.bricks {
         if cfg.variant == Variant::Slice2D
-            || cfg.persistent && cfg.variant != Variant::Lattice
+            || cfg.persistent
             || cfg.interior_last
             || cfg.late_indices
             || cfg.groups_in_sequence != 1
@@ -1660,7 +1605,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 T::BYTES,
                 cfg.conflict_free_pitches,
                 cfg.split_lines,
-                cfg.persistent,
             )?;
             lattice_pitches = Some(l.pitches);
             // v31: the carried plane's two arrays (sCx, sCy) after the lattice
@@ -1671,12 +1615,8 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             };
             // v33: the boundary's offsets by slot after them; the staged sums reuse sY
             let nskb = brick_layout(b, p).skeleton_positions().len();
-            // (v43: two padded rows of them, the current brick's and the next one's, after
-            // 16 bytes of alignment slack)
             let offsets = if cfg.lattice_boundary == LatticeBoundary::Global {
                 0
-            } else if cfg.persistent {
-                8 * brick_offsets_stride(&cfg, nskb) + 16
             } else {
                 (4 * nskb).next_multiple_of(16)
             };
@@ -1821,11 +1761,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 String::new()
             }
-            + if cfg.persistent && cfg.variant == Variant::Lattice {
-                "_pp"
-            } else {
-                ""
-            }
             + if cfg.interior_last && !cfg.slot_arithmetic {
                 "_tbl"
             } else {
@@ -1910,11 +1845,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("SPLIT", cfg.split_lines as u32)
             .define("RING", (cfg.lattice_slots == SlotOrder::Ring) as u32)
             .define("LOOKAHEAD", cfg.gather_lookahead)
-            .define("NSKB", brick_layout(b, p).skeleton_positions().len())
-            .define(
-                "OSTRIDE",
-                brick_offsets_stride(&cfg, brick_layout(b, p).skeleton_positions().len()),
-            ),
+            .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
         Some(b) => spec
             .define("BRICK", 1)
             .define("BX", b[0])
@@ -2567,82 +2498,6 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 f32,
             ));
         }
-        // v43: the pipelined (persistent) lattice kernel on the tuned choice, both
-        // precisions, with each path of the weights (where it fits), each fill, without and
-        // with a lookahead of one brick, uncapped, and on every shape (the GPU test also
-        // runs each in waves of 5 and 1 blocks, so that blocks walk several bricks). At
-        // p = 4 the tuned cap spills 8 bytes with the pipeline, so it runs uncapped there;
-        // the weights' other paths run uncapped (p = 6's cap spills 4 bytes without the
-        // copy), and p = 7's 4x2x1 brick (448 threads, 128 registers) spills 8 bytes.
-        let pp = BpConfig {
-            persistent: true,
-            lattice_boundary: LatticeBoundary::SharedOffsets,
-            split_lines: false,
-            skeleton_zeroing: match t.skeleton_zeroing {
-                SkeletonZeroing::Owner => SkeletonZeroing::Host,
-                z => z,
-            },
-            min_blocks: if p == 4 { None } else { t.min_blocks },
-            ..t
-        };
-        let mut pipelined = vec![(pp, true)];
-        for geo_prefetch in [GeoPrefetch::None, GeoPrefetch::L2, GeoPrefetch::Shared] {
-            pipelined.push((
-                BpConfig {
-                    geo_prefetch,
-                    min_blocks: pp.min_blocks.filter(|_| geo_prefetch == pp.geo_prefetch),
-                    ..pp
-                },
-                false,
-            ));
-        }
-        for skeleton_zeroing in [SkeletonZeroing::Host, SkeletonZeroing::Overlapped] {
-            pipelined.push((
-                BpConfig {
-                    skeleton_zeroing,
-                    ..pp
-                },
-                false,
-            ));
-        }
-        for gather_lookahead in [0, 1] {
-            pipelined.push((
-                BpConfig {
-                    gather_lookahead,
-                    ..pp
-                },
-                false,
-            ));
-        }
-        pipelined.push((
-            BpConfig {
-                min_blocks: None,
-                ..pp
-            },
-            false,
-        ));
-        for shape in lattice_shapes(p)
-            .into_iter()
-            .filter(|&s| !(p == 7 && s == [4, 2, 1]))
-        {
-            pipelined.push((
-                BpConfig {
-                    persistent: true,
-                    lattice_boundary: LatticeBoundary::SharedOffsets,
-                    ..BpConfig::lattice(shape)
-                },
-                false,
-            ));
-        }
-        for (c, f32) in pipelined {
-            // (where the weights fit beside the lattice, and once each)
-            if bp_kernel::<f64>(c, p).is_ok() && !v.contains(&(c, p, f32)) {
-                v.push((c, p, f32));
-            }
-            if f32 && !v.contains(&(c, p, false)) {
-                v.push((c, p, false));
-            }
-        }
         for shape in lattice_shapes(p) {
             let c = BpConfig {
                 geo_prefetch: GeoPrefetch::Shared,
@@ -2797,7 +2652,7 @@ impl<T: GpuReal> GpuBp<T> {
             let ngroups = own.len() - 1;
             // lookahead: one wave of resident groups ahead (scaled by `zero_ahead`)
             let ahead = if cfg.skeleton_zeroing.code() == 2 {
-                let wave = resident_blocks_per_sm(&func, block, dyn_smem)? * dev.sm_count();
+                let wave = resident_blocks_per_sm(&func, p, q, epb, dyn_smem)? * dev.sm_count();
                 let pct = if cfg.zero_ahead == 0 {
                     100
                 } else {
@@ -2858,7 +2713,7 @@ impl<T: GpuReal> GpuBp<T> {
         let groups = nelem.div_ceil(epb);
         let grid = if cfg.persistent {
             // one wave: as many blocks as can be resident at once
-            let per_sm = resident_blocks_per_sm(&func, block, dyn_smem)?;
+            let per_sm = resident_blocks_per_sm(&func, p, q, epb, dyn_smem)?;
             if per_sm == 0 {
                 return Err(GpuError::Unsupported(format!(
                     "{} cannot be resident on this device (shared memory or registers)",
@@ -2907,21 +2762,7 @@ impl<T: GpuReal> GpuBp<T> {
             dyn_smem,
             block,
             grid,
-            offsets: upload_indices(
-                dev,
-                &match (
-                    cfg.bricks,
-                    cfg.persistent && cfg.variant == Variant::Lattice,
-                ) {
-                    // (v43: rows padded for the kernel's bulk copies)
-                    (Some(b), true) => {
-                        let nskb = brick_layout(b, p).skeleton_positions().len();
-                        pad_rows(&offsets_host, nskb, brick_offsets_stride(&cfg, nskb))
-                    }
-                    _ => offsets_host,
-                },
-                cfg.compressible_indices,
-            )?,
+            offsets: upload_indices(dev, &offsets_host, cfg.compressible_indices)?,
             nskel,
             geo,
             mats: DeviceVec::from_host(dev, &mats_t, "1-D matrices")?,
@@ -3013,19 +2854,6 @@ impl<T: GpuReal> GpuBp<T> {
     /// Thread blocks launched per application (one wave for the persistent kernel).
     pub fn grid(&self) -> u32 {
         self.grid
-    }
-    /// Caps the persistent kernel's wave at `blocks` thread blocks, each of which then runs
-    /// more of the work: for tests that must see blocks walk several bricks (or elements),
-    /// and to measure smaller waves. Refused for a kernel that is not persistent, or for no
-    /// blocks.
-    pub fn limit_wave(&mut self, blocks: u32) -> Result<(), GpuError> {
-        if !self.cfg.persistent || blocks == 0 {
-            return Err(GpuError::Unsupported(format!(
-                "a wave of {blocks} blocks: only a persistent kernel's wave can be capped, at one block or more"
-            )));
-        }
-        self.grid = self.grid.min(blocks);
-        Ok(())
     }
     /// A zero vector of the operator's length for its output (or a Krylov method's
     /// vectors): in compressible memory with [`BpConfig::compressible_output`] where the
@@ -3511,70 +3339,6 @@ mod tests {
                 assert!(
                     cfg.elems_per_block.is_some() && matches!(e, GpuError::Unsupported(_)),
                     "p={p} f32={f32} {cfg:?}: {e}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn pipelined_lattice_pads_its_offsets_doubles_its_arrays_and_refuses_what_it_cannot_pipeline() {
-        // p = 7 on 2x2x1: 788 boundary slots, padded to 788 (already 16 bytes) — and p = 3
-        // on 4x4x2, whose row is padded
-        for (p, shape) in [(7, [2, 2, 1]), (3, [4, 4, 2])] {
-            let c = BpConfig {
-                lattice_boundary: LatticeBoundary::SharedOffsets,
-                ..BpConfig::lattice(shape)
-            };
-            let pp = BpConfig {
-                persistent: true,
-                ..c
-            };
-            let nskb = brick_layout(shape, p).skeleton_positions().len();
-            let stride = brick_offsets_stride(&pp, nskb);
-            assert!(stride >= nskb && stride % 4 == 0 && stride < nskb + 4);
-            assert_eq!(brick_offsets_stride(&c, nskb), nskb);
-            let (k, kp) = (
-                bp_kernel::<f64>(c, p).unwrap(),
-                bp_kernel::<f64>(pp, p).unwrap(),
-            );
-            assert!(kp.spec.name.ends_with("_pp"), "{}", kp.spec.name);
-            assert_eq!(kp.spec.value("PIPE"), Some("1"));
-            assert_eq!(kp.spec.value("OSTRIDE"), Some(stride.to_string().as_str()));
-            // two arrays of either role (at least the two of one brick), two offset rows
-            assert!(kp.dyn_smem >= k.dyn_smem - (4 * nskb).next_multiple_of(16) + 8 * stride);
-            // rows padded and unpadded
-            let rows: Vec<u32> = (0..3 * nskb as u32).collect();
-            let padded = pad_rows(&rows, nskb, stride);
-            assert_eq!(padded.len(), 3 * stride);
-            assert_eq!(&padded[stride..stride + nskb], &rows[nskb..2 * nskb]);
-            assert_eq!(unpad_rows(&padded, nskb, stride), rows);
-            // refused: offsets in global memory or staged, steps, split lines, owner zeroing
-            for bad in [
-                BpConfig {
-                    lattice_boundary: LatticeBoundary::Global,
-                    ..pp
-                },
-                BpConfig {
-                    lattice_boundary: LatticeBoundary::Staged,
-                    ..pp
-                },
-                BpConfig {
-                    split_lines: true,
-                    ..pp
-                },
-                BpConfig {
-                    skeleton_zeroing: SkeletonZeroing::Owner,
-                    ..pp
-                },
-                BpConfig {
-                    bricks: Some([shape[0], shape[1], 2 * shape[2]]),
-                    lattice_steps: 2,
-                    ..pp
-                },
-            ] {
-                assert!(
-                    matches!(bp_kernel::<f64>(bad, p), Err(GpuError::Unsupported(_))),
-                    "{bad:?}"
                 );
             }
         }

@@ -1322,26 +1322,14 @@ fn apply_twice<T: GpuReal>(
     cfg: BpConfig,
     x: &[f64],
 ) -> Vec<Vec<f64>> {
-    let mut op = GpuBp::<T>::new(dev, mesh, space, cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
+    let op = GpuBp::<T>::new(dev, mesh, space, cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
     let xt: Vec<T> = x.iter().map(|&v| T::of(v)).collect();
     let u = DeviceVec::from_host(dev, &xt, "x").unwrap();
-    // the pipelined lattice kernel (v43) also in waves smaller than the bricks, so that
-    // blocks walk several bricks (5 blocks: 3, 3, 2, 2, 2 of 12; 1 block: all of them)
-    let waves: &[u32] = if cfg.persistent && cfg.variant == Variant::Lattice {
-        &[u32::MAX, 5, 1]
-    } else {
-        &[u32::MAX]
-    };
-    let mut runs = Vec::new();
-    for &w in waves {
-        if w < u32::MAX {
-            op.limit_wave(w).unwrap();
-        }
-        let mut v = DeviceVec::<T>::from_host(dev, &vec![T::of(f64::NAN); x.len()], "y").unwrap();
-        for _ in 0..2 {
+    let mut v = DeviceVec::<T>::from_host(dev, &vec![T::of(f64::NAN); x.len()], "y").unwrap();
+    (0..2)
+        .map(|_| {
             op.apply(&u, &mut v).unwrap();
-            runs.push(v.to_host().unwrap().iter().map(|t| t.as_f64()).collect());
-        }
-    }
-    runs
+            v.to_host().unwrap().iter().map(|t| t.as_f64()).collect()
+        })
+        .collect()
 }

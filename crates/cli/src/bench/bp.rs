@@ -238,12 +238,6 @@ pub struct BpArgs {
     /// where it applied.
     #[arg(long, value_delimiter = ',')]
     split_lines: Vec<bool>,
-    /// Lattice kernel (v43): one wave of persistent blocks, each issuing its next brick's
-    /// gather in the same pass as its current brick's scatter (`true`), or one block per
-    /// brick (`false`); comma-separated to measure both (default: the tuned choice). Orders
-    /// that run another kernel ignore it; the label's `+pp` shows where it applied.
-    #[arg(long, value_delimiter = ',')]
-    lattice_pipeline: Vec<bool>,
     /// Lattice kernel (v35): the order of the brick boundary's slots, by which the box is
     /// numbered and the kernel's threads take their columns (`lexicographic`, `ring`);
     /// comma-separated to measure both (default: the tuned choice). Orders that run another
@@ -780,7 +774,6 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.lattice_steps.clear();
         base.lattice_boundary.clear();
         base.split_lines.clear();
-        base.lattice_pipeline.clear();
         base.slot_order.clear();
         return vec![base];
     }
@@ -808,7 +801,6 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
-    let all = split(all, &a.lattice_pipeline, |c, v| c.lattice_pipeline = v);
     let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
@@ -1204,12 +1196,6 @@ mod gpu {
         {
             cfg.split_lines = sl;
         }
-        if let (Some(&pp), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.lattice_pipeline.first(), cfg.variant)
-        {
-            // v43: persistent blocks, the next brick's gather in the scatter's pass
-            cfg.persistent = pp;
-        }
         if let (Some(&so), ferrofem_cuda::bp::Variant::Lattice) =
             (a.slot_order.first(), cfg.variant)
         {
@@ -1345,11 +1331,6 @@ mod gpu {
                 format!("+ga{}", cfg.gather_lookahead)
             } else {
                 String::new()
-            }
-            + if cfg.persistent && cfg.variant == ferrofem_cuda::bp::Variant::Lattice {
-                "+pp"
-            } else {
-                ""
             };
         if let Some(tol) = a.solve {
             let skind = screened(kind, a.alpha);

@@ -165,14 +165,7 @@ impl<T: GpuReal> GpuBp<T> {
             // reads every element node, through the full restriction
             let full = match &self.brick_layout {
                 Some(l) => {
-                    // (the pipelined lattice kernel's rows are padded, v43)
-                    let nskb = l.skeleton_positions().len();
-                    let rows = super::unpad_rows(
-                        &self.offsets.to_host()?,
-                        nskb,
-                        super::brick_offsets_stride(&self.cfg, nskb),
-                    );
-                    let off = l.element_offsets(&rows);
+                    let off = l.element_offsets(&self.offsets.to_host()?);
                     Some(DeviceVec::from_host(&self.dev, &off, "element offsets")?)
                 }
                 None => None,
