@@ -1024,6 +1024,17 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  v64)
+    # v44: the lattice's weights in shared memory read through a shared pointer: the
+    # defaults p = 3..8 twice; p = 6, 7 against the weights through L2 (same process); the
+    # lattice at p = 8 (cap 2, weights in shared memory, lookahead 0 / 264) against the
+    # one-element default
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 6,7 --geo stored --geo-prefetch shared,l2 --gather-lookahead 0
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --gather-lookahead 0,264
+    bench bp1 --backend cuda --order 8 --geo stored
+    ;;
   v63)
     # (needs the binaries of branch exp-pipeline, whose bench has --lattice-pipeline)
     # v43: the pipelined (persistent) lattice kernel against one block per brick on the
