@@ -1024,6 +1024,20 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  ncu32)
+    # the p = 7 default's executed instructions by opcode (where the issue slots go)
+    f="$OUT/ncu32-bp1-p7-opcodes"
+    ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+        --metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum,smsp__sass_thread_inst_executed_op_dfma_pred_on.sum,smsp__sass_thread_inst_executed_op_integer_pred_on.sum \
+        --print-metric-instances details \
+        "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 7 --reps 1 --warmup 1 > "$f.txt" 2>&1
+    echo "== ncu32 bp1 p7 opcodes"
+    grep -E "sass__inst|smsp__|ERR" "$f.txt" | cut -c1-2000 | head -20
+    f="$OUT/ncu32-bp1-p7-source"
+    ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 --section InstructionStats \
+        --print-details all "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 7 --reps 1 --warmup 1 > "$f.txt" 2>&1
+    grep -iE "opcode|inst" "$f.txt" | head -60
+    ;;
   v64)
     # v44: the lattice's weights in shared memory read through a shared pointer: the
     # defaults p = 3..8 twice; p = 6, 7 against the weights through L2 (same process); the
