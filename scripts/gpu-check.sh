@@ -1024,6 +1024,17 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  v65)
+    # v45: the 1-D matrices as `__constant__ const` (coefficients folded as immediates),
+    # against v44's binary (.device-exp/ferrofem-v44) in the same call: BP1 / BP3 / BP3.5
+    # stored p = 3..8, new, old, new; the SASS opcode counts of the p = 7 BP1 default
+    for bp in bp1 bp3 bp3.5; do
+      bench $bp --backend cuda --order 3..8 --geo stored
+      echo "== v44 binary: ferrofem bench $bp"
+      .device-exp/ferrofem-v44 bench $bp --backend cuda --order 3..8 --geo stored --record "$OUT/bench-v44.jsonl" 2>&1 | tee -a "$OUT/bench.log"
+    done
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    ;;
   ncu32)
     # the p = 7 default's executed instructions by opcode (where the issue slots go)
     f="$OUT/ncu32-bp1-p7-opcodes"
