@@ -1026,14 +1026,20 @@ case "$MODE" in
     ;;
   v65)
     # v45: the 1-D matrices as `__constant__ const` (coefficients folded as immediates),
-    # against v44's binary (.device-exp/ferrofem-v44) in the same call: BP1 / BP3 / BP3.5
-    # stored p = 3..8, new, old, new; the SASS opcode counts of the p = 7 BP1 default
-    for bp in bp1 bp3 bp3.5; do
+    # against v44's binary (.device-exp/ferrofem-v44) in the same call: BP1 stored p = 3..8,
+    # new, old, new; the SASS opcode counts of the p = 7 BP1 default (v65b: BP3, BP3.5)
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    echo "== v44 binary: ferrofem bench bp1"
+    .device-exp/ferrofem-v44 bench bp1 --backend cuda --order 3..8 --geo stored --record "$OUT/bench-v44.jsonl" 2>&1 | tee -a "$OUT/bench.log"
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    [ -x .device-exp/sass.sh ] && bash .device-exp/sass.sh
+    ;;
+  v65b)
+    for bp in bp3 bp3.5; do
       bench $bp --backend cuda --order 3..8 --geo stored
       echo "== v44 binary: ferrofem bench $bp"
       .device-exp/ferrofem-v44 bench $bp --backend cuda --order 3..8 --geo stored --record "$OUT/bench-v44.jsonl" 2>&1 | tee -a "$OUT/bench.log"
     done
-    bench bp1 --backend cuda --order 3..8 --geo stored
     ;;
   ncu32)
     # the p = 7 default's executed instructions by opcode (where the issue slots go)
