@@ -1028,6 +1028,7 @@ case "$MODE" in
     # v45: the 1-D matrices as `__constant__ const` (coefficients folded as immediates),
     # against v44's binary (.device-exp/ferrofem-v44) in the same call: BP1 stored p = 3..8,
     # new, old, new; the SASS opcode counts of the p = 7 BP1 default (v65b: BP3, BP3.5)
+    [ -f .device-exp/ferrofem-v44.gz ] && gunzip -kf .device-exp/ferrofem-v44.gz && chmod +x .device-exp/ferrofem-v44
     bench bp1 --backend cuda --order 3..8 --geo stored
     echo "== v44 binary: ferrofem bench bp1"
     .device-exp/ferrofem-v44 bench bp1 --backend cuda --order 3..8 --geo stored --record "$OUT/bench-v44.jsonl" 2>&1 | tee -a "$OUT/bench.log"
@@ -1035,6 +1036,7 @@ case "$MODE" in
     [ -x .device-exp/sass.sh ] && bash .device-exp/sass.sh
     ;;
   v65b)
+    [ -f .device-exp/ferrofem-v44.gz ] && gunzip -kf .device-exp/ferrofem-v44.gz && chmod +x .device-exp/ferrofem-v44
     for bp in bp3 bp3.5; do
       bench $bp --backend cuda --order 3..8 --geo stored
       echo "== v44 binary: ferrofem bench $bp"
