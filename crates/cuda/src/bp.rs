@@ -1151,7 +1151,7 @@ fn constant_matrices(
 fn c_array<V>(ty: &str, name: &str, v: &[V], fmt: impl Fn(&V) -> String) -> String {
     let body: Vec<String> = v.iter().map(fmt).collect();
     format!(
-        "__constant__ const {ty} {name}[{}] = {{{}}};\n",
+        "__constant__ {ty} {name}[{}] = {{{}}};\n",
         v.len(),
         body.join(", ")
     )
