@@ -1024,6 +1024,17 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  final19)
+    # the nineteenth session's final code (v44 kept; v43, v45 not) after all GPU tests: the
+    # README's main job, BP1 stored p = 3..8 twice, BP3 and BP3.5 stored p = 3..8, the
+    # hexahedral GPU solves (the Gmsh mesh among them)
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    solve_pcg "${HEX_SOLVES[@]}"
+    ;;
   v65)
     # v45: the 1-D matrices as `__constant__ const` (coefficients folded as immediates),
     # against v44's binary (.device-exp/ferrofem-v44) in the same call: BP1 stored p = 3..8,
