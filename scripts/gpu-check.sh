@@ -1024,6 +1024,15 @@ case "$MODE" in
       grep -E "stalled|gpu__time|issue_active|fp64|shared_ld|global_ld|bank_conf|ERR" "$f.txt" | head -40
     done
     ;;
+  v66)
+    # (needs the binaries of branch exp-contract2, whose bench has --paired-elements)
+    # v46: phase 3's two elements contracted together, on the
+    # defaults p = 4..7 in both orders; p = 7 at caps 2 and 3; the lattice at p = 8
+    for px in false,true true,false; do bench bp1 --backend cuda --order 4..7 --geo stored --paired-elements $px; done
+    bench bp1 --backend cuda --order 7 --geo stored --paired-elements true --min-blocks 2,3
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --paired-elements false,true
+    ;;
   final19)
     # the nineteenth session's final code (v44 kept; v43, v45 not) after all GPU tests: the
     # README's main job, BP1 stored p = 3..8 twice, BP3 and BP3.5 stored p = 3..8, the
