@@ -363,9 +363,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     // the brick's weights in shared memory, 16-byte aligned after the offsets (LBND 1, 2) or
     // after sY; the host's dynamic size includes them and the alignment's slack
     __shared__ u64 wbar;
-    // v44: offset from smem by a constant number of bytes, not aligned through an integer,
-    // so that the compiler keeps the shared state space (ld.shared, not generic loads)
-    real* sW = (real*)((char*)smem + ((SZ_SIZE + SY_SIZE) * sizeof(real) + (LBND ? NSKB : 0) * sizeof(u32) + 15) / 16 * 16);
+    // v44: smem plus a byte offset (the end of the arrays above, rounded up), not a pointer
+    // aligned through an integer, so that the compiler keeps the shared state space
+    // (ld.shared, not generic loads)
+    const size_t wend = (size_t)((const char*)(sOff + (LBND ? NSKB : 0)) - (const char*)smem);
+    real* sW = (real*)((char*)smem + (wend + 15) / 16 * 16);
     if (tid == 0) {
         const u32 bytes = (u32)(EPB * QQQ * sizeof(real));
         bulk_barrier_init(&wbar);
