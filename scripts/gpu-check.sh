@@ -1033,6 +1033,27 @@ case "$MODE" in
     L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
     $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --paired-elements false,true
     ;;
+  v67|v68)
+    # v47 (v67: m8n8k4; v68: v47b, m16n8k8 / m16n8k4, two lines a lane): phases 2-4 on the FP64 tensor cores: BP1 stored p = 3..7 (the defaults) without and
+    # with, in both orders; p = 7 with at caps 2 and 4; the lattice at p = 8 (2x2x1, weights in
+    # shared memory) without and with at caps 2 and 3; the SASS opcode counts of the p = 7
+    # default and its tensor-core twin (.device-exp/*.cubin)
+    for tc in false,true true,false; do bench bp1 --backend cuda --order 3..7 --geo stored --tensor-cores $tc; done
+    bench bp1 --backend cuda --order 7 --geo stored --tensor-cores true --min-blocks 2,4
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --geo-prefetch shared --tensor-cores false,true
+    bench bp1 --backend cuda --order 8 --geo stored
+    [ -x .device-exp/sass.sh ] && bash .device-exp/sass.sh
+    # ncu33: the p = 7 default with tensor cores: speed of light, stalls, instructions
+    f="$OUT/ncu-$MODE-bp1-p7-tc"
+    ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis \
+        --metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum \
+        --print-metric-instances details \
+        "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 7 --reps 1 --warmup 1 --tensor-cores true > "$f.txt" 2>&1
+    echo "== ncu33 bp1 p7 tc"
+    grep -E "Duration|Throughput|Issued|Eligible|Stall|sass__inst|smsp__inst|Registers|Occupancy|ERR" "$f.txt" | cut -c1-600 | head -40
+    ;;
   final19)
     # the nineteenth session's final code (v44 kept; v43, v45 not) after all GPU tests: the
     # README's main job, BP1 stored p = 3..8 twice, BP3 and BP3.5 stored p = 3..8, the

@@ -48,8 +48,8 @@
 // warp's lanes meet each owner brick's boundary nodes consecutively at every level, then
 // the inner columns. A boundary node's slot is its level's base plus its column's rank.
 //
-// MMA 1 (v47): phases 2-4 on the FP64 tensor cores (bp_mma.cuh): a warp takes 8 lines at a
-// time instead of a thread one line; phase 3's forward contraction, weights and transposed
+// MMA 1 (v47): phases 2-4 on the FP64 tensor cores (bp_mma.cuh): a warp takes 16 lines at a
+// time (two per lane) instead of a thread one line; phase 3's forward contraction, weights and transposed
 // contraction stay in the lanes' registers; the node two elements share reaches the lane that
 // holds the next element's first node by a shuffle. The matrices come from `mats`.
 //
@@ -483,30 +483,42 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #elif MMA
-        // 2 (MMA): contract along y, 8 (x, zq) lines per warp
+        // 2 (MMA): contract along y, 16 (x, zq) lines per warp, two per lane
         {
             double fB[MMA_HN][MMA_TQ];
             mma_matrix<N, Q, false>(mats, lane, fB);
 #pragma unroll 1
             for (int T = wrp; T < MMA_TILES(NX * ZQ); T += THREADS / 32) {
-                const int l = mma_line(T, mr);
-                const bool live = l < NX * ZQ;
-                const int lc = live ? l : NX * ZQ - 1;
-                const int x = lc % NX, zq = lc / NX;
+                int x[2], zq[2];
+                bool live[2];
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const int l = mma_line(T, k, mr);
+                    live[k] = l < NX * ZQ;
+                    const int lc = live[k] ? l : NX * ZQ - 1;
+                    x[k] = lc % NX;
+                    zq[k] = lc / NX;
+                }
 #pragma unroll
                 for (int ey = 0; ey < BY; ey++) {
-                    double in[MMA_HN], out[2 * MMA_TQ];
+                    double in[2][MMA_HN], out[2][2 * MMA_TQ];
 #pragma unroll
-                    for (int h = 0; h < MMA_HN; h++) {
-                        const int i = 4 * h + mc;
-                        in[h] = 4 * h + 3 < N || i < N ? sZ[zq * PZ + (ey * (N - 1) + i) * LP + x] : 0.0;
+                    for (int k = 0; k < 2; k++) {
+#pragma unroll
+                        for (int h = 0; h < MMA_HN; h++) {
+                            const int i = 4 * h + mc;
+                            in[k][h] = 4 * h + 3 < N || i < N ? sZ[zq[k] * PZ + (ey * (N - 1) + i) * LP + x[k]] : 0.0;
+                        }
                     }
                     mma_contract(fB, in, out);
-                    if (live) {
 #pragma unroll
-                        for (int h = 0; h < 2 * MMA_TQ; h++) {
-                            const int q = 4 * h + mc;
-                            if (q < Q) sY[zq * PY + (ey * Q + q) * LP + x] = out[h];
+                    for (int k = 0; k < 2; k++) {
+                        if (live[k]) {
+#pragma unroll
+                            for (int h = 0; h < 2 * MMA_TQ; h++) {
+                                const int q = 4 * h + mc;
+                                if (q < Q) sY[zq[k] * PY + (ey * Q + q) * LP + x[k]] = out[k][h];
+                            }
                         }
                     }
                 }
@@ -565,8 +577,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #elif MMA
-        // 3 (MMA): 8 (yq, zq) lines per warp, in place as below; the points' values stay in
-        // the lanes' registers from the forward contraction to the transposed one
+        // 3 (MMA): 16 (yq, zq) lines per warp, two per lane, in place as below; the points'
+        // values stay in the lanes' registers from the forward contraction to the transposed one
         {
 #if GEOPF == 4
             const real* w = sW;
@@ -578,38 +590,55 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             mma_matrix<Q, N, true>(mats, lane, fT);
 #pragma unroll 1
             for (int T = wrp; T < MMA_TILES(YQ * ZQ); T += THREADS / 32) {
-                const int l = mma_line(T, mr);
-                const bool live = l < YQ * ZQ;
-                const int lc = live ? l : YQ * ZQ - 1;
-                real* row = sY + (lc / YQ) * PY + (lc % YQ) * LP;
-                double carry = 0.0;
+                real* row[2];
+                int lc[2];
+                bool live[2];
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const int l = mma_line(T, k, mr);
+                    live[k] = l < YQ * ZQ;
+                    lc[k] = live[k] ? l : YQ * ZQ - 1;
+                    row[k] = sY + (lc[k] / YQ) * PY + (lc[k] % YQ) * LP;
+                }
+                double carry[2] = {0.0, 0.0};
 #pragma unroll
                 for (int ex = 0; ex < BX; ex++) {
-                    double in[MMA_HN], pts[2 * MMA_TQ], out[2 * MMA_TN];
+                    double in[2][MMA_HN], pts[2][2 * MMA_TQ], mid[2][MMA_HQ], out[2][2 * MMA_TN];
 #pragma unroll
-                    for (int h = 0; h < MMA_HN; h++) {
-                        const int i = 4 * h + mc;
-                        in[h] = 4 * h + 3 < N || i < N ? row[ex * (N - 1) + i] : 0.0;
+                    for (int k = 0; k < 2; k++) {
+#pragma unroll
+                        for (int h = 0; h < MMA_HN; h++) {
+                            const int i = 4 * h + mc;
+                            in[k][h] = 4 * h + 3 < N || i < N ? row[k][ex * (N - 1) + i] : 0.0;
+                        }
                     }
                     mma_contract(fB, in, pts);
 #pragma unroll
-                    for (int h = 0; h < MMA_HQ; h++) {
-                        const int q = 4 * h + mc;
-                        pts[h] = 4 * h + 3 < Q || q < Q ? pts[h] * WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + lc]) : 0.0;
-                    }
-                    mma_contract(fT, pts, out);
-                    // node N - 1 (the next element's node 0), from the lane that holds it
-                    const double last = __shfl_sync(0xffffffffu, out[(N - 1) / 4], (lane & ~3) | ((N - 1) & 3));
-                    if (live) {
+                    for (int k = 0; k < 2; k++) {
 #pragma unroll
-                        for (int h = 0; h < 2 * MMA_TN; h++) {
-                            const int i = 4 * h + mc;
-                            if (i < N - 1) row[ex * (N - 1) + i] = i == 0 ? out[h] + carry : out[h];
+                        for (int h = 0; h < MMA_HQ; h++) {
+                            const int q = 4 * h + mc;
+                            mid[k][h] = 4 * h + 3 < Q || q < Q ? pts[k][h] * WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + lc[k]]) : 0.0;
                         }
                     }
-                    carry = last;
+                    mma_contract(fT, mid, out);
+#pragma unroll
+                    for (int k = 0; k < 2; k++) {
+                        // node N - 1 (the next element's node 0), from the lane that holds it
+                        const double last = __shfl_sync(0xffffffffu, out[k][(N - 1) / 4], (lane & ~3) | ((N - 1) & 3));
+                        if (live[k]) {
+#pragma unroll
+                            for (int h = 0; h < 2 * MMA_TN; h++) {
+                                const int i = 4 * h + mc;
+                                if (i < N - 1) row[k][ex * (N - 1) + i] = i == 0 ? out[k][h] + carry[k] : out[k][h];
+                            }
+                        }
+                        carry[k] = last;
+                    }
                 }
-                if (live && mc == 0) row[NX - 1] = carry;
+#pragma unroll
+                for (int k = 0; k < 2; k++)
+                    if (live[k] && mc == 0) row[k][NX - 1] = carry[k];
             }
         }
 #else
@@ -663,37 +692,51 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #elif MMA
-        // 4 (MMA): transposed y, 8 (x, zq) lines per warp (shared nodes as in 3)
+        // 4 (MMA): transposed y, 16 (x, zq) lines per warp, two per lane (shared nodes as in 3)
         {
             double fT[MMA_HQ][MMA_TN];
             mma_matrix<Q, N, true>(mats, lane, fT);
 #pragma unroll 1
             for (int T = wrp; T < MMA_TILES(NX * ZQ); T += THREADS / 32) {
-                const int l = mma_line(T, mr);
-                const bool live = l < NX * ZQ;
-                const int lc = live ? l : NX * ZQ - 1;
-                const int x = lc % NX, zq = lc / NX;
-                double carry = 0.0;
+                int x[2], zq[2];
+                bool live[2];
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    const int l = mma_line(T, k, mr);
+                    live[k] = l < NX * ZQ;
+                    const int lc = live[k] ? l : NX * ZQ - 1;
+                    x[k] = lc % NX;
+                    zq[k] = lc / NX;
+                }
+                double carry[2] = {0.0, 0.0};
 #pragma unroll
                 for (int ey = 0; ey < BY; ey++) {
-                    double in[MMA_HQ], out[2 * MMA_TN];
+                    double in[2][MMA_HQ], out[2][2 * MMA_TN];
 #pragma unroll
-                    for (int h = 0; h < MMA_HQ; h++) {
-                        const int q = 4 * h + mc;
-                        in[h] = 4 * h + 3 < Q || q < Q ? sY[zq * PY + (ey * Q + q) * LP + x] : 0.0;
-                    }
-                    mma_contract(fT, in, out);
-                    const double last = __shfl_sync(0xffffffffu, out[(N - 1) / 4], (lane & ~3) | ((N - 1) & 3));
-                    if (live) {
+                    for (int k = 0; k < 2; k++) {
 #pragma unroll
-                        for (int h = 0; h < 2 * MMA_TN; h++) {
-                            const int i = 4 * h + mc;
-                            if (i < N - 1) sZ[zq * PZ + (ey * (N - 1) + i) * LP + x] = i == 0 ? out[h] + carry : out[h];
+                        for (int h = 0; h < MMA_HQ; h++) {
+                            const int q = 4 * h + mc;
+                            in[k][h] = 4 * h + 3 < Q || q < Q ? sY[zq[k] * PY + (ey * Q + q) * LP + x[k]] : 0.0;
                         }
                     }
-                    carry = last;
+                    mma_contract(fT, in, out);
+#pragma unroll
+                    for (int k = 0; k < 2; k++) {
+                        const double last = __shfl_sync(0xffffffffu, out[k][(N - 1) / 4], (lane & ~3) | ((N - 1) & 3));
+                        if (live[k]) {
+#pragma unroll
+                            for (int h = 0; h < 2 * MMA_TN; h++) {
+                                const int i = 4 * h + mc;
+                                if (i < N - 1) sZ[zq[k] * PZ + (ey * (N - 1) + i) * LP + x[k]] = i == 0 ? out[k][h] + carry[k] : out[k][h];
+                            }
+                        }
+                        carry[k] = last;
+                    }
                 }
-                if (live && mc == 0) sZ[zq * PZ + (NY - 1) * LP + x] = carry;
+#pragma unroll
+                for (int k = 0; k < 2; k++)
+                    if (live[k] && mc == 0) sZ[zq[k] * PZ + (NY - 1) * LP + x[k]] = carry[k];
             }
         }
 #else

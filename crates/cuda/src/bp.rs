@@ -1798,7 +1798,10 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         // multiprocessor can hold of these larger blocks (64 warps)
         let warps = (n.max(q).pow(2) * epb).div_ceil(32);
         let m = cfg.min_blocks.unwrap_or(1);
-        if cfg.variant == Variant::Lattice {
+        if cfg.variant == Variant::Lattice && cfg.tensor_cores {
+            // (ptxas needs 64 registers a thread for the f64 m16n8k8 shape)
+            m.min((1024 / block[0]).max(1))
+        } else if cfg.variant == Variant::Lattice {
             m.min((2048 / block[0]).max(1))
         } else if cfg.bricks.is_some() {
             m.min((64 / warps).max(1) as u32)
