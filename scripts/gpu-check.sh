@@ -1034,6 +1034,8 @@ case "$MODE" in
     $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --paired-elements false,true
     ;;
   v67|v68)
+    # (needs the binaries of branch exp-tensor, whose bench has --tensor-cores: v67 its first
+    # commit, v68 its last)
     # v47 (v67: m8n8k4; v68: v47b, m16n8k8 / m16n8k4, two lines a lane): phases 2-4 on the FP64 tensor cores: BP1 stored p = 3..7 (the defaults) without and
     # with, in both orders; p = 7 with at caps 2 and 4; the lattice at p = 8 (2x2x1, weights in
     # shared memory) without and with at caps 2 and 3; the SASS opcode counts of the p = 7

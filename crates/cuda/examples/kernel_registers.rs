@@ -142,8 +142,6 @@ fn main() {
             }
             // v34: lines split across threads
             cfg.split_lines = has("split");
-            // v47: phases 2-4 on the FP64 tensor cores
-            cfg.tensor_cores = has("tc");
             // v35: the brick boundary's slots in ring order
             if has("ring") {
                 cfg.lattice_slots = ferrofem_space::SlotOrder::Ring;

@@ -48,17 +48,10 @@
 // warp's lanes meet each owner brick's boundary nodes consecutively at every level, then
 // the inner columns. A boundary node's slot is its level's base plus its column's rank.
 //
-// MMA 1 (v47): phases 2-4 on the FP64 tensor cores (bp_mma.cuh): a warp takes 16 lines at a
-// time (two per lane) instead of a thread one line; phase 3's forward contraction, weights and transposed
-// contraction stay in the lanes' registers; the node two elements share reaches the lane that
-// holds the next element's first node by a shuffle. The matrices come from `mats`.
-//
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
-// [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh,
-// bp_mma.cuh.
+// [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING, GEOPF, GEOCS, LOOKAHEAD,
-// MMA.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING, GEOPF, GEOCS, LOOKAHEAD.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest, or RING's order); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -92,12 +85,6 @@
 #endif
 #if SPLIT && (STEPS > 1 || 32 % BX || 32 % BY || 32 % BZ)
 #error "split lines (SPLIT 1) are for single-step blocks whose lines' elements divide a warp"
-#endif
-#ifndef MMA
-#define MMA 0
-#endif
-#if MMA && SPLIT
-#error "the tensor-core phases (MMA 1) take whole lines, not split ones"
 #endif
 #define NX (BX * (N - 1) + 1)
 #define NY (BY * (N - 1) + 1)
@@ -371,10 +358,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real* stage = sY;
     const u32 g = blockIdx.x;
     const int tid = threadIdx.x;
-#if MMA
-    // the lane, its warp, its tile row (line) and its quarter column
-    const int lane = tid & 31, wrp = tid >> 5, mr = lane >> 2, mc = lane & 3;
-#endif
     if ((g + 1) * (u32)EPB > nelem) return;  // whole bricks only (the host checks)
 #if GEOPF == 4
     // the brick's weights in shared memory, 16-byte aligned after the offsets (LBND 1, 2) or
@@ -482,48 +465,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 for (int q = 0; q < Q; q++) sY[zq * PY + (ey * Q + q) * LP + x] = out[q];
             }
         }
-#elif MMA
-        // 2 (MMA): contract along y, 16 (x, zq) lines per warp, two per lane
-        {
-            double fB[MMA_HN][MMA_TQ];
-            mma_matrix<N, Q, false>(mats, lane, fB);
-#pragma unroll 1
-            for (int T = wrp; T < MMA_TILES(NX * ZQ); T += THREADS / 32) {
-                int x[2], zq[2];
-                bool live[2];
-#pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    const int l = mma_line(T, k, mr);
-                    live[k] = l < NX * ZQ;
-                    const int lc = live[k] ? l : NX * ZQ - 1;
-                    x[k] = lc % NX;
-                    zq[k] = lc / NX;
-                }
-#pragma unroll
-                for (int ey = 0; ey < BY; ey++) {
-                    double in[2][MMA_HN], out[2][2 * MMA_TQ];
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-#pragma unroll
-                        for (int h = 0; h < MMA_HN; h++) {
-                            const int i = 4 * h + mc;
-                            in[k][h] = 4 * h + 3 < N || i < N ? sZ[zq[k] * PZ + (ey * (N - 1) + i) * LP + x[k]] : 0.0;
-                        }
-                    }
-                    mma_contract(fB, in, out);
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-                        if (live[k]) {
-#pragma unroll
-                            for (int h = 0; h < 2 * MMA_TQ; h++) {
-                                const int q = 4 * h + mc;
-                                if (q < Q) sY[zq[k] * PY + (ey * Q + q) * LP + x[k]] = out[k][h];
-                            }
-                        }
-                    }
-                }
-            }
-        }
 #else
         // 2: contract along y
 #pragma unroll 1
@@ -576,71 +517,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
                 if (ex == BX - 1) row[NX - 1] = out[N - 1];
             }
         }
-#elif MMA
-        // 3 (MMA): 16 (yq, zq) lines per warp, two per lane, in place as below; the points'
-        // values stay in the lanes' registers from the forward contraction to the transposed one
-        {
-#if GEOPF == 4
-            const real* w = sW;
-#else
-            const real* w = geo + ((size_t)g * STEPS + s) * (BX * BY * BZ) * QQQ;
-#endif
-            double fB[MMA_HN][MMA_TQ], fT[MMA_HQ][MMA_TN];
-            mma_matrix<N, Q, false>(mats, lane, fB);
-            mma_matrix<Q, N, true>(mats, lane, fT);
-#pragma unroll 1
-            for (int T = wrp; T < MMA_TILES(YQ * ZQ); T += THREADS / 32) {
-                real* row[2];
-                int lc[2];
-                bool live[2];
-#pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    const int l = mma_line(T, k, mr);
-                    live[k] = l < YQ * ZQ;
-                    lc[k] = live[k] ? l : YQ * ZQ - 1;
-                    row[k] = sY + (lc[k] / YQ) * PY + (lc[k] % YQ) * LP;
-                }
-                double carry[2] = {0.0, 0.0};
-#pragma unroll
-                for (int ex = 0; ex < BX; ex++) {
-                    double in[2][MMA_HN], pts[2][2 * MMA_TQ], mid[2][MMA_HQ], out[2][2 * MMA_TN];
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-#pragma unroll
-                        for (int h = 0; h < MMA_HN; h++) {
-                            const int i = 4 * h + mc;
-                            in[k][h] = 4 * h + 3 < N || i < N ? row[k][ex * (N - 1) + i] : 0.0;
-                        }
-                    }
-                    mma_contract(fB, in, pts);
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-#pragma unroll
-                        for (int h = 0; h < MMA_HQ; h++) {
-                            const int q = 4 * h + mc;
-                            mid[k][h] = 4 * h + 3 < Q || q < Q ? pts[k][h] * WLOAD(w[(size_t)(ex * Q + q) * (YQ * ZQ) + lc[k]]) : 0.0;
-                        }
-                    }
-                    mma_contract(fT, mid, out);
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-                        // node N - 1 (the next element's node 0), from the lane that holds it
-                        const double last = __shfl_sync(0xffffffffu, out[k][(N - 1) / 4], (lane & ~3) | ((N - 1) & 3));
-                        if (live[k]) {
-#pragma unroll
-                            for (int h = 0; h < 2 * MMA_TN; h++) {
-                                const int i = 4 * h + mc;
-                                if (i < N - 1) row[k][ex * (N - 1) + i] = i == 0 ? out[k][h] + carry[k] : out[k][h];
-                            }
-                        }
-                        carry[k] = last;
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < 2; k++)
-                    if (live[k] && mc == 0) row[k][NX - 1] = carry[k];
-            }
-        }
 #else
         // 3: contract along x, weigh, transposed x, in place: element ex reads nodes
         // ex p .. ex p + p of the line before it writes ex p .. ex p + p - 1; the node it shares
@@ -689,54 +565,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
                 for (int j = 1; j < N - 1; j++) sZ[zq * PZ + (ey * (N - 1) + j) * LP + x] = out[j];
                 if (ey == BY - 1) sZ[zq * PZ + (NY - 1) * LP + x] = out[N - 1];
-            }
-        }
-#elif MMA
-        // 4 (MMA): transposed y, 16 (x, zq) lines per warp, two per lane (shared nodes as in 3)
-        {
-            double fT[MMA_HQ][MMA_TN];
-            mma_matrix<Q, N, true>(mats, lane, fT);
-#pragma unroll 1
-            for (int T = wrp; T < MMA_TILES(NX * ZQ); T += THREADS / 32) {
-                int x[2], zq[2];
-                bool live[2];
-#pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    const int l = mma_line(T, k, mr);
-                    live[k] = l < NX * ZQ;
-                    const int lc = live[k] ? l : NX * ZQ - 1;
-                    x[k] = lc % NX;
-                    zq[k] = lc / NX;
-                }
-                double carry[2] = {0.0, 0.0};
-#pragma unroll
-                for (int ey = 0; ey < BY; ey++) {
-                    double in[2][MMA_HQ], out[2][2 * MMA_TN];
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-#pragma unroll
-                        for (int h = 0; h < MMA_HQ; h++) {
-                            const int q = 4 * h + mc;
-                            in[k][h] = 4 * h + 3 < Q || q < Q ? sY[zq[k] * PY + (ey * Q + q) * LP + x[k]] : 0.0;
-                        }
-                    }
-                    mma_contract(fT, in, out);
-#pragma unroll
-                    for (int k = 0; k < 2; k++) {
-                        const double last = __shfl_sync(0xffffffffu, out[k][(N - 1) / 4], (lane & ~3) | ((N - 1) & 3));
-                        if (live[k]) {
-#pragma unroll
-                            for (int h = 0; h < 2 * MMA_TN; h++) {
-                                const int i = 4 * h + mc;
-                                if (i < N - 1) sZ[zq[k] * PZ + (ey * (N - 1) + i) * LP + x[k]] = i == 0 ? out[k][h] + carry[k] : out[k][h];
-                            }
-                        }
-                        carry[k] = last;
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < 2; k++)
-                    if (live[k] && mc == 0) sZ[zq[k] * PZ + (NY - 1) * LP + x[k]] = carry[k];
             }
         }
 #else
@@ -826,8 +654,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         if (s < STEPS - 1) __syncthreads();
 #endif
     }  // steps
-#if !MMA
     (void)mats;
-#endif
     (void)alpha;
 }

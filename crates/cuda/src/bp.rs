@@ -340,10 +340,6 @@ pub struct BpConfig {
     /// of the brick this many bricks ahead (0: none), so that they are on chip when that
     /// brick's block starts its gather; about the number of resident blocks.
     pub gather_lookahead: u32,
-    /// Lattice kernel (v47, f64, whole lines): the contractions along y and x (phases
-    /// 2-4) on the FP64 tensor cores, a warp taking 8 lines at a time, so that the
-    /// matrices sit in registers instead of being loaded for every multiply.
-    pub tensor_cores: bool,
 }
 
 /// The tag of a slot order in kernel names and bench labels (empty for the default).
@@ -672,7 +668,6 @@ impl BpConfig {
             compressible_indices: true,
             compressible_output: true,
             gather_lookahead: 0,
-            tensor_cores: false,
         }
     }
 
@@ -1510,11 +1505,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.bricks
         )));
     }
-    if cfg.tensor_cores && (cfg.variant != Variant::Lattice || cfg.split_lines || T::BYTES != 8) {
-        return Err(GpuError::Unsupported(
-            "tensor-core contractions (v47) exist for the f64 lattice kernel on whole lines".into(),
-        ));
-    }
     if cfg.lattice_slots != SlotOrder::Lexicographic && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(format!(
             "the slot order {:?} (v35) is the lattice kernel's; the brick kernels take any bricked space's slots from it",
@@ -1713,7 +1703,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 sources::BP_COMMON,
                 sources::BP_CONTRACT,
                 sources::BP_FILL,
-                sources::BP_MMA,
                 sources::BP_LATTICE,
             ]
             .join("\n"),
@@ -1766,7 +1755,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             }
             + &label_part('_', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "_sl" } else { "" }
-            + if cfg.tensor_cores { "_tc" } else { "" }
             + &label_part('_', slot_order_tag(cfg.lattice_slots))
             + &if cfg.gather_lookahead > 0 {
                 format!("_ga{}", cfg.gather_lookahead)
@@ -1798,10 +1786,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
         // multiprocessor can hold of these larger blocks (64 warps)
         let warps = (n.max(q).pow(2) * epb).div_ceil(32);
         let m = cfg.min_blocks.unwrap_or(1);
-        if cfg.variant == Variant::Lattice && cfg.tensor_cores {
-            // (ptxas needs 64 registers a thread for the f64 m16n8k8 shape)
-            m.min((1024 / block[0]).max(1))
-        } else if cfg.variant == Variant::Lattice {
+        if cfg.variant == Variant::Lattice {
             m.min((2048 / block[0]).max(1))
         } else if cfg.bricks.is_some() {
             m.min((64 / warps).max(1) as u32)
@@ -1858,7 +1843,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("STEPS", cfg.lattice_steps.max(1))
             .define("LBND", cfg.lattice_boundary.code())
             .define("SPLIT", cfg.split_lines as u32)
-            .define("MMA", cfg.tensor_cores as u32)
             .define("RING", (cfg.lattice_slots == SlotOrder::Ring) as u32)
             .define("LOOKAHEAD", cfg.gather_lookahead)
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
@@ -1934,7 +1918,6 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         compressible_indices: true,
         compressible_output: true,
         gather_lookahead: 0,
-        tensor_cores: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2526,50 +2509,6 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             if bp_kernel::<f64>(c, p).is_ok() {
                 v.push((c, p, false));
             }
-        }
-        // v47: the contractions along y and x on the tensor cores (f64): the tuned choice,
-        // uncapped, every shape, a column walked in steps, each boundary form and zeroing
-        let tc = BpConfig {
-            tensor_cores: true,
-            ..t
-        };
-        v.push((tc, p, false));
-        v.push((
-            BpConfig {
-                min_blocks: None,
-                ..tc
-            },
-            p,
-            false,
-        ));
-        for shape in lattice_shapes(p) {
-            v.push((
-                BpConfig {
-                    tensor_cores: true,
-                    lattice_boundary: LatticeBoundary::SharedOffsets,
-                    lattice_slots: SlotOrder::Ring,
-                    ..BpConfig::lattice(shape)
-                },
-                p,
-                false,
-            ));
-        }
-        if let Some(&(column, steps)) = lattice_columns(p).first() {
-            v.push((
-                BpConfig {
-                    bricks: Some(column),
-                    lattice_steps: steps,
-                    lattice_boundary: LatticeBoundary::SharedOffsets,
-                    geo_prefetch: GeoPrefetch::None,
-                    min_blocks: None,
-                    ..tc
-                },
-                p,
-                false,
-            ));
-        }
-        for c in every_boundary_and_zeroing(tc) {
-            v.push((c, p, false));
         }
     }
     for c in lattice {

@@ -19,9 +19,6 @@ pub const BP_CONTRACT: &str = include_str!("../kernels/bp_contract.cuh");
 /// Programmatic dependent launch, the Dirichlet rows' identity and the skeleton fill,
 /// shared by the v2 and lattice bake-off kernels.
 pub const BP_FILL: &str = include_str!("../kernels/bp_fill.cuh");
-/// The FP64 tensor-core line contractions of the lattice kernel's phases 2-4 (v47; see
-/// the file's header).
-pub const BP_MMA: &str = include_str!("../kernels/bp_mma.cuh");
 /// BP1 on a brick of elements as one node lattice (v26; see the file's header and
 /// notes/gpu-bp.md).
 pub const BP_LATTICE: &str = include_str!("../kernels/bp_lattice.cu");

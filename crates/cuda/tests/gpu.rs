@@ -31,7 +31,7 @@ fn gpu() -> Option<Arc<GpuDevice>> {
 /// A tested configuration's options, to name it in a test's rows and failures.
 fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
     format!(
-        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} steps={} boundary={:?} split={} tc={} {}",
+        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} steps={} boundary={:?} split={} {}",
         cfg.kind.name(),
         cfg.kind.alpha(),
         cfg.variant,
@@ -52,7 +52,6 @@ fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
         cfg.lattice_steps,
         cfg.lattice_boundary,
         cfg.split_lines,
-        cfg.tensor_cores,
         if f32 { "f32" } else { "f64" }
     )
 }

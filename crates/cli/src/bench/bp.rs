@@ -238,12 +238,6 @@ pub struct BpArgs {
     /// where it applied.
     #[arg(long, value_delimiter = ',')]
     split_lines: Vec<bool>,
-    /// Lattice kernel (v47, f64): the contractions along y and x on the FP64 tensor cores
-    /// (`true`) or on the FP64 units (`false`); comma-separated to measure both (default:
-    /// the tuned choice). Orders that run another kernel or f32 ignore it; the label's
-    /// `+tc` shows where it applied.
-    #[arg(long, value_delimiter = ',')]
-    tensor_cores: Vec<bool>,
     /// Lattice kernel (v35): the order of the brick boundary's slots, by which the box is
     /// numbered and the kernel's threads take their columns (`lexicographic`, `ring`);
     /// comma-separated to measure both (default: the tuned choice). Orders that run another
@@ -780,7 +774,6 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.lattice_steps.clear();
         base.lattice_boundary.clear();
         base.split_lines.clear();
-        base.tensor_cores.clear();
         base.slot_order.clear();
         return vec![base];
     }
@@ -808,7 +801,6 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
-    let all = split(all, &a.tensor_cores, |c, v| c.tensor_cores = v);
     let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
@@ -1082,7 +1074,6 @@ mod gpu {
             compressible_indices: true,
             compressible_output: true,
             gather_lookahead: 0,
-            tensor_cores: false,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1204,11 +1195,6 @@ mod gpu {
             (a.split_lines.first(), cfg.variant)
         {
             cfg.split_lines = sl;
-        }
-        if let (Some(&tc), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.tensor_cores.first(), cfg.variant)
-        {
-            cfg.tensor_cores = tc && T::BYTES == 8 && !cfg.split_lines;
         }
         if let (Some(&so), ferrofem_cuda::bp::Variant::Lattice) =
             (a.slot_order.first(), cfg.variant)
@@ -1340,7 +1326,6 @@ mod gpu {
             }
             + &label_part('+', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "+sl" } else { "" }
-            + if cfg.tensor_cores { "+tc" } else { "" }
             + &label_part('+', slot_order_tag(cfg.lattice_slots))
             + &if cfg.gather_lookahead > 0 {
                 format!("+ga{}", cfg.gather_lookahead)
