@@ -1036,8 +1036,8 @@ case "$MODE" in
   v67|v68)
     # (needs the binaries of branch exp-tensor, whose bench has --tensor-cores: v67 its first
     # commit, v68 its last)
-    # v47 (v67: m8n8k4; v68: v47b, m16n8k8 / m16n8k4, two lines a lane): phases 2-4 on the FP64 tensor cores: BP1 stored p = 3..7 (the defaults) without and
-    # with, in both orders; p = 7 with at caps 2 and 4; the lattice at p = 8 (2x2x1, weights in
+    # v47 (v67: m8n8k4; v68: v47b, m16n8k8 / m16n8k4, two lines a lane): phases 2-4 on the
+    # FP64 tensor cores: BP1 stored p = 3..7 (the defaults) without and with, in both orders; p = 7 with at caps 2 and 4; the lattice at p = 8 (2x2x1, weights in
     # shared memory) without and with at caps 2 and 3; the SASS opcode counts of the p = 7
     # default and its tensor-core twin (.device-exp/*.cubin)
     for tc in false,true true,false; do bench bp1 --backend cuda --order 3..7 --geo stored --tensor-cores $tc; done
@@ -1045,15 +1045,16 @@ case "$MODE" in
     L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
     $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --geo-prefetch shared --tensor-cores false,true
     bench bp1 --backend cuda --order 8 --geo stored
-    [ -x .device-exp/sass.sh ] && bash .device-exp/sass.sh
-    # ncu33: the p = 7 default with tensor cores: speed of light, stalls, instructions
+    scripts/sass-opcodes.sh
+    # ncu33 (v67), ncu34 (v68): the p = 7 default with tensor cores: speed of light, stalls,
+    # instructions
     f="$OUT/ncu-$MODE-bp1-p7-tc"
     ncu --clock-control none -k regex:bp_apply --launch-skip 1 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis \
         --metrics sass__inst_executed_per_opcode,smsp__inst_executed.sum \
         --print-metric-instances details \
         "$BIN/ferrofem" bench bp1 --backend cuda --geo stored --order 7 --reps 1 --warmup 1 --tensor-cores true > "$f.txt" 2>&1
-    echo "== ncu33 bp1 p7 tc"
+    echo "== ncu $MODE bp1 p7 tc"
     grep -E "Duration|Throughput|Issued|Eligible|Stall|sass__inst|smsp__inst|Registers|Occupancy|ERR" "$f.txt" | cut -c1-600 | head -40
     ;;
   final19)
@@ -1076,7 +1077,7 @@ case "$MODE" in
     echo "== v44 binary: ferrofem bench bp1"
     .device-exp/ferrofem-v44 bench bp1 --backend cuda --order 3..8 --geo stored --record "$OUT/bench-v44.jsonl" 2>&1 | tee -a "$OUT/bench.log"
     bench bp1 --backend cuda --order 3..8 --geo stored
-    [ -x .device-exp/sass.sh ] && bash .device-exp/sass.sh
+    scripts/sass-opcodes.sh
     ;;
   v65b)
     [ -f .device-exp/ferrofem-v44.gz ] && gunzip -kf .device-exp/ferrofem-v44.gz && chmod +x .device-exp/ferrofem-v44
