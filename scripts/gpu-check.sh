@@ -1057,8 +1057,9 @@ case "$MODE" in
     echo "== ncu $MODE bp1 p7 tc"
     grep -E "Duration|Throughput|Issued|Eligible|Stall|sass__inst|smsp__inst|Registers|Occupancy|ERR" "$f.txt" | cut -c1-600 | head -40
     ;;
-  final19)
-    # the nineteenth session's final code (v44 kept; v43, v45 not) after all GPU tests: the
+  final19|final20)
+    # a session's final code (final19: v44 kept, v43, v45 not; final20: main's kernels unchanged
+    # since 011fc62, v47 not kept) after all GPU tests: the
     # README's main job, BP1 stored p = 3..8 twice, BP3 and BP3.5 stored p = 3..8, the
     # hexahedral GPU solves (the Gmsh mesh among them)
     echo "== README main job"
