@@ -1069,6 +1069,26 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  s21a|s21b)
+    # twenty-first session: the Gmsh plate with a hole (unstructured hexahedra,
+    # tests/data/gmsh), refined uniformly to ~4e7 DoFs per order (`--refine auto`), BP1's
+    # lattice on each cell's children. s21a: BP1 stored p = 3..8 on the plate (file order,
+    # then Morton order of the coarse cells), its one-element defaults (`--bricks none`), and
+    # on the generated box in the same process. s21b: BP3 and BP3.5 stored on the plate, the
+    # GPU solves on the plate refined once and twice
+    PLATE=tests/data/gmsh/plate_hole_hex_v41_binary.msh
+    if [ "$MODE" = s21a ]; then
+      bench bp1 --backend cuda --order 3..8 --geo stored --mesh $PLATE
+      bench bp1 --backend cuda --order 3..8 --geo stored --mesh $PLATE --reorder morton
+      bench bp1 --backend cuda --order 3..7 --geo stored --mesh $PLATE --bricks none
+      bench bp1 --backend cuda --order 3..8 --geo stored
+    else
+      bench bp3 --backend cuda --order 3..8 --geo stored --mesh $PLATE
+      bench bp3.5 --backend cuda --order 3..8 --geo stored --mesh $PLATE
+      solve_pcg "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5" \
+                "--mesh $PLATE --refine 2 --dirichlet outer,hole --order 3"
+    fi
+    ;;
   v65)
     # v45: the 1-D matrices as `__constant__ const` (coefficients folded as immediates),
     # against v44's binary (.device-exp/ferrofem-v44) in the same call: BP1 stored p = 3..8,

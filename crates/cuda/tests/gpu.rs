@@ -1333,3 +1333,103 @@ fn apply_twice<T: GpuReal>(
         })
         .collect()
 }
+
+/// The plate with a hole from Gmsh (`tests/data/gmsh`): hexahedra whose local axes differ
+/// from cell to cell.
+fn plate_mesh() -> Mesh {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/gmsh/plate_hole_hex_v41_binary.msh");
+    ferrofem_mesh::read_gmsh(&path).unwrap()
+}
+
+/// The defaults a user gets on a real mesh, against the CPU twin, each applied twice into
+/// NaN: every BP's tuned one-element kernel (stored and on the fly, p = 1..8) on the Gmsh
+/// plate as read, and BP1's tuned lattice kernel (p = 3..7) on the plate refined so that each
+/// cell's children take the lattice's bricks (`Mesh::sort_cells_in_bricks_by_block`).
+#[test]
+fn defaults_match_the_cpu_twin_on_a_gmsh_mesh() {
+    use ferrofem_cuda::bp::GeoMode;
+    let Some(dev) = gpu() else { return };
+    let plate = plate_mesh();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let kinds = [
+        TensorKind::Mass,
+        TensorKind::Diffusion { alpha: 0.0 },
+        TensorKind::CollocatedDiffusion { alpha: 0.0 },
+    ];
+    for p in 1..=8 {
+        let natural = H1Space::new(&plate, p, 1).unwrap();
+        let interior_last = natural.interior_last();
+        for kind in kinds {
+            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
+                let cfg = BpConfig::tuned(kind, geo, p);
+                let space = if cfg.interior_last {
+                    &interior_last
+                } else {
+                    &natural
+                };
+                let x = random_vector(space.num_dofs(), p as u64 + 80);
+                let want = cpu_apply(&plate, space, kind, &x);
+                let label = format!("plate {}", config_label(&cfg, p, false));
+                check_twice(
+                    &dev,
+                    &plate,
+                    space,
+                    cfg,
+                    false,
+                    (&x, &want),
+                    &label,
+                    &mut failures,
+                );
+                checked += 1;
+            }
+        }
+    }
+    let mut lattices = 0;
+    for p in 3..=7 {
+        let Some(cfg) = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p) else {
+            continue;
+        };
+        let shape = cfg.bricks.unwrap();
+        let levels = shape
+            .iter()
+            .map(|&b| b.trailing_zeros() as usize)
+            .max()
+            .unwrap();
+        let m = 1 << levels;
+        let mut fine = plate.refined(levels).unwrap();
+        fine.sort_cells_in_bricks_by_block([m; 3], shape).unwrap();
+        let space = H1Space::new(&fine, p, 1)
+            .unwrap()
+            .bricked_in(shape, cfg.lattice_slots)
+            .unwrap()
+            .0;
+        let x = random_vector(space.num_dofs(), p as u64 + 90);
+        let want = cpu_apply(&fine, &space, cfg.kind, &x);
+        let label = format!("refined plate {}", config_label(&cfg, p, false));
+        check_twice(
+            &dev,
+            &fine,
+            &space,
+            cfg,
+            false,
+            (&x, &want),
+            &label,
+            &mut failures,
+        );
+        check_diagonal(&dev, &fine, &space, cfg, &label, &mut failures);
+        lattices += 1;
+    }
+    eprintln!(
+        "checked {checked} one-element defaults on the Gmsh plate and {lattices} lattice defaults \
+         on it refined (each applied twice, and the lattice's diagonals) against the CPU twin"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!((checked, lattices), (48, 5));
+}

@@ -10,6 +10,7 @@ mod error;
 mod generate;
 mod gmsh;
 mod mesh;
+mod refine;
 mod renumber;
 mod topology;
 mod validate;

@@ -271,42 +271,50 @@ impl Mesh {
         morton: bool,
     ) -> Result<Vec<u32>, crate::MeshError> {
         let cells = self.num_cells();
-        let fail = |reason: String| crate::MeshError::Bricks { cells, reason };
         if grid.iter().product::<usize>() != cells {
-            return Err(fail(format!(
-                "a {}x{}x{} grid has {} cells",
-                grid[0],
-                grid[1],
-                grid[2],
-                grid.iter().product::<usize>()
-            )));
-        }
-        if let Some(a) = (0..3).find(|&a| brick[a] == 0 || grid[a] % brick[a] != 0) {
-            return Err(fail(format!(
-                "bricks of {}x{}x{} cells do not tile a {}x{}x{} grid (axis {a})",
-                brick[0], brick[1], brick[2], grid[0], grid[1], grid[2]
-            )));
-        }
-        let nb = [grid[0] / brick[0], grid[1] / brick[1], grid[2] / brick[2]];
-        let mut bricks: Vec<[usize; 3]> = (0..nb[2])
-            .flat_map(|bk| (0..nb[1]).flat_map(move |bj| (0..nb[0]).map(move |bi| [bi, bj, bk])))
-            .collect();
-        if morton {
-            bricks.sort_by_key(|b| {
-                spread3(b[0] as u64) | spread3(b[1] as u64) << 1 | spread3(b[2] as u64) << 2
+            return Err(crate::MeshError::Bricks {
+                cells,
+                reason: format!(
+                    "a {}x{}x{} grid has {} cells",
+                    grid[0],
+                    grid[1],
+                    grid[2],
+                    grid.iter().product::<usize>()
+                ),
             });
         }
-        let mut perm = Vec::with_capacity(cells);
-        for [bi, bj, bk] in bricks {
-            for k in 0..brick[2] {
-                for j in 0..brick[1] {
-                    for i in 0..brick[0] {
-                        let (x, y, z) = (bi * brick[0] + i, bj * brick[1] + j, bk * brick[2] + k);
-                        perm.push(((z * grid[1] + y) * grid[0] + x) as u32);
-                    }
-                }
-            }
+        let perm = brick_permutation(cells, grid, brick, morton)?;
+        self.reorder_cells(&perm);
+        Ok(perm)
+    }
+
+    /// Sorts the cells of every consecutive group of `block[0] × block[1] × block[2]`
+    /// cells, each group a structured block given lexicographically (as
+    /// [`Mesh::refined`] leaves each parent's children), into bricks of `brick[0] ×
+    /// brick[1] × brick[2]` cells, the bricks of a block lexicographic; the groups keep
+    /// their order. So a refined file mesh serves the GPU's brick kernels like a
+    /// generated box (`H1Space::bricked` checks that the bricks are real). Returns the new
+    /// order: new cell `i` is old cell `perm[i]`.
+    pub fn sort_cells_in_bricks_by_block(
+        &mut self,
+        block: [usize; 3],
+        brick: [usize; 3],
+    ) -> Result<Vec<u32>, crate::MeshError> {
+        let cells = self.num_cells();
+        let per: usize = block.iter().product();
+        if per == 0 || cells % per != 0 {
+            return Err(crate::MeshError::Bricks {
+                cells,
+                reason: format!(
+                    "the cells are not whole blocks of {}x{}x{}",
+                    block[0], block[1], block[2]
+                ),
+            });
         }
+        let local = brick_permutation(cells, block, brick, false)?;
+        let perm: Vec<u32> = (0..cells / per)
+            .flat_map(|g| local.iter().map(move |&c| (g * per) as u32 + c))
+            .collect();
         self.reorder_cells(&perm);
         Ok(perm)
     }
@@ -324,6 +332,47 @@ impl Mesh {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The order that sorts a structured `grid` of cells, lexicographic, into bricks of
+/// `brick` cells (see [`Mesh::sort_cells_in_bricks_ordered`]): new cell `i` of the grid is
+/// old cell `perm[i]`. `cells` (the mesh's) only names the mesh in errors.
+fn brick_permutation(
+    cells: usize,
+    grid: [usize; 3],
+    brick: [usize; 3],
+    morton: bool,
+) -> Result<Vec<u32>, crate::MeshError> {
+    if let Some(a) = (0..3).find(|&a| brick[a] == 0 || grid[a] % brick[a] != 0) {
+        return Err(crate::MeshError::Bricks {
+            cells,
+            reason: format!(
+                "bricks of {}x{}x{} cells do not tile a {}x{}x{} grid (axis {a})",
+                brick[0], brick[1], brick[2], grid[0], grid[1], grid[2]
+            ),
+        });
+    }
+    let nb = [grid[0] / brick[0], grid[1] / brick[1], grid[2] / brick[2]];
+    let mut bricks: Vec<[usize; 3]> = (0..nb[2])
+        .flat_map(|bk| (0..nb[1]).flat_map(move |bj| (0..nb[0]).map(move |bi| [bi, bj, bk])))
+        .collect();
+    if morton {
+        bricks.sort_by_key(|b| {
+            spread3(b[0] as u64) | spread3(b[1] as u64) << 1 | spread3(b[2] as u64) << 2
+        });
+    }
+    let mut perm = Vec::with_capacity(grid.iter().product());
+    for [bi, bj, bk] in bricks {
+        for k in 0..brick[2] {
+            for j in 0..brick[1] {
+                for i in 0..brick[0] {
+                    let (x, y, z) = (bi * brick[0] + i, bj * brick[1] + j, bk * brick[2] + k);
+                    perm.push(((z * grid[1] + y) * grid[0] + x) as u32);
+                }
+            }
+        }
+    }
+    Ok(perm)
 }
 
 #[cfg(test)]

@@ -568,3 +568,41 @@ fn brick_numbering_refuses_elements_that_are_not_bricks() {
     let tets = H1Space::new(&boxmesh("tet:2x2x2"), 1, 1).unwrap();
     assert!(tets.bricked([2, 1, 1]).is_err());
 }
+
+/// A file mesh whose cells share no axes (Gmsh's all-hexahedra subdivision of a plate with a
+/// hole) is not bricks, but refined uniformly and its children sorted per parent it is: the
+/// lattice numbering's own checks pass, for every shape that divides the children's block,
+/// and the renumbered restriction holds the same nodes at the same places.
+#[test]
+fn a_refined_file_mesh_numbers_per_brick() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/gmsh/plate_hole_hex_v41_binary.msh");
+    let coarse = ferrofem_mesh::read_gmsh(&path).unwrap();
+    let s = H1Space::new(&coarse, 2, 1).unwrap();
+    assert!(
+        s.bricked([2, 1, 1]).is_err(),
+        "unrefined cells are not bricks"
+    );
+    let fine = coarse.refined(1).unwrap();
+    for shape in [[2, 2, 1], [2, 2, 2], [1, 2, 2], [2, 1, 1]] {
+        let mut mesh = fine.clone();
+        mesh.sort_cells_in_bricks_by_block([2, 2, 2], shape)
+            .unwrap();
+        for p in [1, 3] {
+            let s = H1Space::new(&mesh, p, 1).unwrap();
+            for slots in [SlotOrder::Lexicographic, SlotOrder::Ring] {
+                let (t, new_of) = s.bricked_in(shape, slots).unwrap();
+                assert_eq!(t.num_dofs(), s.num_dofs());
+                for (o, &nw) in s
+                    .restriction()
+                    .offsets()
+                    .iter()
+                    .zip(t.restriction().offsets())
+                {
+                    assert_eq!(new_of[*o as usize], nw);
+                    assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
+                }
+            }
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! `ferrofem bench bp1|bp3|bp3.5`: the CEED bake-off operators on perturbed hexahedral
 //! meshes, per order: DoFs, time per apply (median after warm-up), GDOF/s, bytes by the
 //! model, GB/s, and the fraction of the copy bandwidth measured in the same process.
-//! `--solve` adds a Jacobi-PCG solve of the screened Poisson problem.
+//! `--solve` adds a Jacobi-PCG solve of the screened Poisson problem. `--mesh` runs them on
+//! a hexahedral Gmsh mesh, refined uniformly to the DoF target, instead of the generated box.
 
 use super::median;
 use crate::backend::{select, Backend, BackendArg};
@@ -9,7 +10,7 @@ use crate::error::CliError;
 use crate::mesh_source::Reorder;
 use clap::{Args, ValueEnum};
 use ferrofem_base::random::random_vector;
-use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+use ferrofem_mesh::{generate_box, read_gmsh, BoxSpec, CellType, Mesh};
 use ferrofem_operator::tensor::{
     measure_copy_bandwidth, GeometryMode, Model, TensorKind, TensorOperator, TensorOptions,
 };
@@ -191,8 +192,19 @@ pub struct BpArgs {
     #[arg(long, default_value_t = 0.0)]
     alpha: f64,
     /// Perturbation of interior vertices (fraction of the cell size): trilinear cells.
+    /// The generated box's only: a `--mesh` keeps its own vertices.
     #[arg(long, default_value_t = 0.2)]
     perturb: f64,
+    /// A hexahedral Gmsh mesh (MSH 2.2 or 4.1) instead of the generated box, refined
+    /// uniformly (`--refine`); `--reorder` then orders its cells before refinement, and the
+    /// lattice kernel's bricks are each cell's children (the refinement must give a block of
+    /// children that the brick shape divides, else the one-element kernels run).
+    #[arg(long, value_name = "FILE.msh")]
+    mesh: Option<std::path::PathBuf>,
+    /// With `--mesh`: uniform refinement levels (each splits a cell into 8), or `auto`: the
+    /// level whose DoF count at each order comes closest to `--dofs`.
+    #[arg(long, default_value = "auto", value_parser = parse_refine)]
+    refine: RefineArg,
     /// Order of the generated box's cells (and so of the dofs numbered from them): the
     /// generator's lexicographic order (`none`), or sorted along a Morton curve (`morton`;
     /// `rcm` also renumbers the vertices), which brings each element's neighbours in all
@@ -385,6 +397,41 @@ pub struct BpRecord {
     solve_dof_iters_per_s: Option<f64>,
     /// The cells' order (`--reorder`).
     reorder: String,
+    /// The mesh: the generated box's specification, or the file and its refinement.
+    mesh: String,
+}
+
+/// `--refine`: chosen by the DoF target, or a number of levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RefineArg {
+    Auto,
+    Levels(usize),
+}
+
+/// `auto` or a number of uniform refinement levels.
+fn parse_refine(s: &str) -> Result<RefineArg, String> {
+    if s == "auto" {
+        return Ok(RefineArg::Auto);
+    }
+    s.parse::<usize>()
+        .ok()
+        .filter(|&l| l <= 10)
+        .map(RefineArg::Levels)
+        .ok_or_else(|| format!("'{s}': give auto or a number of levels, 0 to 10"))
+}
+
+/// Uniform refinement levels that bring `cells` hexahedra at order `p` closest to `dofs`
+/// (on a logarithmic scale: each level multiplies the DoFs by about 8).
+fn refine_levels(cells: usize, p: usize, dofs: f64) -> usize {
+    let at = |l: usize| (cells as f64 * 8f64.powi(l as i32) * (p as f64).powi(3)).max(1.0);
+    (0..=10)
+        .min_by(|&a, &b| {
+            (at(a) / dofs)
+                .ln()
+                .abs()
+                .total_cmp(&(at(b) / dofs).ln().abs())
+        })
+        .unwrap_or(0)
 }
 
 /// `none` or `AxBxC` (elements per brick along x, y, z, each 1 to 8; along z to 32, for
@@ -458,6 +505,8 @@ struct Problem {
     auto_bricks: Option<[usize; 3]>,
     prep_s: f64,
     reorder: String,
+    /// What the record calls the mesh.
+    origin: String,
 }
 
 impl Problem {
@@ -489,7 +538,7 @@ fn default_bricks(
         && a.kernel.is_empty()
         && a.bricks.is_empty()
         && a.geo_load == GeoLoad::Tuned
-        && a.reorder == Reorder::None
+        && (a.reorder == Reorder::None || a.mesh.is_some())
         && geos.contains(&GeometryMode::Stored);
     if !defaults {
         return None;
@@ -539,21 +588,71 @@ fn problem(
     let big = shapes.iter().fold([1; 3], |m, s| {
         [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
     });
-    let grid = big.map(|b| n.div_ceil(b) * b);
-    let spec = BoxSpec::parse(&format!(
-        "hex:{}x{}x{},perturb={},seed=1",
-        grid[0], grid[1], grid[2], a.perturb
-    ))?;
-    let mut mesh = generate_box(&spec)?;
-    if !shapes.is_empty() {
-        if a.reorder != Reorder::None {
-            return Err(CliError::Usage(
-                "--bricks sorts the cells into bricks: give no --reorder with it".into(),
-            ));
+    let (mesh, origin, auto) = if let Some(path) = &a.mesh {
+        let mut mesh = read_gmsh(path)?;
+        if mesh.cell_type() != CellType::Hexahedron {
+            return Err(CliError::Usage(format!(
+                "--mesh {}: the bake-off operators need hexahedra, the file has {}",
+                path.display(),
+                mesh.cell_type()
+            )));
         }
-        mesh.sort_cells_in_bricks_ordered(grid, big, a.brick_order == BrickOrder::Morton)?;
-    }
-    a.reorder.apply(&mut mesh);
+        a.reorder.apply(&mut mesh);
+        let levels = match a.refine {
+            RefineArg::Levels(l) => l,
+            RefineArg::Auto => refine_levels(mesh.num_cells(), p, a.dofs),
+        };
+        let mut mesh = mesh.refined(levels)?;
+        let m = 1usize << levels;
+        let mut auto = auto;
+        if !shapes.is_empty() {
+            if big.iter().any(|&b| m % b != 0) {
+                if a.bricks.iter().flatten().next().is_some() {
+                    return Err(CliError::Usage(format!(
+                        "--bricks {}x{}x{}: {} refined {levels} times gives each cell a block \
+                         of {m}x{m}x{m} children, which the bricks must divide (give --refine)",
+                        big[0],
+                        big[1],
+                        big[2],
+                        path.display()
+                    )));
+                }
+                eprintln!(
+                    "note: p = {p}: the lattice kernel's {}x{}x{} bricks do not divide the \
+                     {m}x{m}x{m} children of a cell refined {levels} times; the one-element \
+                     kernels run",
+                    big[0], big[1], big[2]
+                );
+                auto = None;
+            } else {
+                mesh.sort_cells_in_bricks_by_block([m; 3], big)?;
+            }
+        }
+        let origin = format!("{} refined {levels}", path.display());
+        (mesh, origin, auto)
+    } else {
+        let grid = big.map(|b| n.div_ceil(b) * b);
+        let spec = BoxSpec::parse(&format!(
+            "hex:{}x{}x{},perturb={},seed=1",
+            grid[0], grid[1], grid[2], a.perturb
+        ))?;
+        let mut mesh = generate_box(&spec)?;
+        if !shapes.is_empty() {
+            if a.reorder != Reorder::None {
+                return Err(CliError::Usage(
+                    "--bricks sorts the cells into bricks: give no --reorder with it".into(),
+                ));
+            }
+            mesh.sort_cells_in_bricks_ordered(grid, big, a.brick_order == BrickOrder::Morton)?;
+        }
+        a.reorder.apply(&mut mesh);
+        (mesh, format!("box {spec}"), auto)
+    };
+    let shapes: Vec<[usize; 3]> = if auto.is_none() && a.bricks.iter().flatten().next().is_none() {
+        Vec::new()
+    } else {
+        shapes
+    };
     let natural = H1Space::new(&mesh, p, 1)?;
     let mut bricked = Vec::new();
     for &s in &shapes {
@@ -575,6 +674,7 @@ fn problem(
         auto_bricks: auto.map(|a| a.0),
         prep_s: t.elapsed().as_secs_f64(),
         reorder: format!("{:?}", a.reorder).to_lowercase(),
+        origin,
     })
 }
 
@@ -814,6 +914,9 @@ fn emit(r: &BpRecord, a: &BpArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let mut notes = String::new();
+    if a.mesh.is_some() {
+        notes += &format!("{}; ", r.mesh);
+    }
     if r.kernels_compiled + r.kernels_from_disk > 0 {
         notes += &format!(
             "compiled {} / cached {} ({:.2} s); ",
@@ -906,6 +1009,7 @@ fn record(
         solve_rel_residual: None,
         solve_dof_iters_per_s: None,
         reorder: prob.reorder.clone(),
+        mesh: prob.origin.clone(),
     }
 }
 
@@ -1444,5 +1548,75 @@ mod tests {
         );
         assert_eq!(default_bricks(BpName::Bp3, &none, true, &stored, 3), None);
         assert_eq!(default_bricks(BpName::Bp35, &none, true, &stored, 3), None);
+    }
+}
+
+#[cfg(test)]
+mod mesh_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: BpArgs,
+    }
+
+    fn args(extra: &[&str]) -> BpArgs {
+        Cli::parse_from(std::iter::once("bench").chain(extra.iter().copied())).a
+    }
+
+    fn plate() -> String {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/gmsh/plate_hole_hex_v41_binary.msh"
+        )
+        .to_string()
+    }
+
+    /// `--refine auto` takes the level whose DoFs come closest to the target on a log
+    /// scale; a number is taken as given, within 0..=10.
+    #[test]
+    fn refinement_levels_follow_the_dof_target() {
+        // 2912 cells: p = 7 wants ~1.2e5 cells (2 levels: 1.9e5), p = 3 ~1.5e6 (3 levels)
+        assert_eq!(refine_levels(2912, 7, 4e7), 2);
+        assert_eq!(refine_levels(2912, 3, 4e7), 3);
+        assert_eq!(refine_levels(2912, 1, 1e3), 0);
+        assert_eq!(refine_levels(1, 1, 1e30), 10);
+        assert_eq!(parse_refine("auto"), Ok(RefineArg::Auto));
+        assert_eq!(parse_refine("2"), Ok(RefineArg::Levels(2)));
+        assert!(parse_refine("11").is_err() && parse_refine("x").is_err());
+    }
+
+    /// On a file mesh the lattice kernel's bricks are each cell's children: sorted and
+    /// numbered per brick where the refinement's block takes the shape, dropped (the
+    /// one-element kernels run) where it does not, refused where `--bricks` asked for it;
+    /// a mesh of other cells is refused.
+    #[test]
+    fn a_file_mesh_is_refined_and_bricked_per_cell() {
+        let ring = Some(([2, 2, 1], SlotOrder::Ring));
+        let a = args(&["--mesh", &plate(), "--refine", "1"]);
+        let prob = problem(2, &a, ring).expect("refined plate");
+        assert_eq!(prob.mesh.num_cells(), 2912 * 8);
+        assert_eq!(prob.auto_bricks, Some([2, 2, 1]));
+        assert_eq!(prob.bricked.len(), 1);
+        assert!(prob.origin.ends_with("refined 1"));
+        let prob = problem(2, &a, Some(([4, 4, 2], SlotOrder::Ring))).expect("refined plate");
+        assert_eq!((prob.auto_bricks, prob.bricked.len()), (None, 0));
+        let a0 = args(&["--mesh", &plate(), "--refine", "0"]);
+        let prob = problem(2, &a0, ring).expect("plate");
+        assert_eq!((prob.mesh.num_cells(), prob.auto_bricks), (2912, None));
+        let asked = args(&["--mesh", &plate(), "--refine", "1", "--bricks", "4x4x2"]);
+        let e = problem(2, &asked, None).err().expect("bricks refused");
+        assert!(e.to_string().contains("divide"), "{e}");
+        let tets = args(&[
+            "--mesh",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../tests/data/gmsh/box_tet_v41_binary.msh"
+            ),
+        ]);
+        let e = problem(2, &tets, None).err().expect("tetrahedra refused");
+        assert!(e.to_string().contains("hexahedra"), "{e}");
     }
 }
