@@ -124,25 +124,30 @@ impl Mesh {
     pub fn refined(&self, levels: usize) -> Result<Mesh, MeshError> {
         let d = self.dim();
         let ct = self.cell_type();
-        // the count of children and of lattice points, checked before any allocation
-        let per = (levels.checked_mul(d))
-            .filter(|&s| s < 63)
-            .map(|s| 1u64 << s);
-        let cells = per.and_then(|p| p.checked_mul(self.num_cells() as u64));
-        let points = (levels < 31)
-            .then(|| (1u64 << levels) + 1)
-            .and_then(|n| n.checked_pow(d as u32))
-            .and_then(|n| n.checked_mul(self.num_cells() as u64))
-            .and_then(|n| n.checked_add(self.num_vertices() as u64));
-        match (cells, points) {
-            (Some(c), Some(p))
-                if c * ct.num_vertices() as u64 <= u32::MAX as u64 && p <= u32::MAX as u64 => {}
-            _ => {
-                return Err(MeshError::TooLarge {
-                    what: "refined cells or vertices",
-                    count: usize::MAX,
-                })
-            }
+        // the connectivity entries and vertices of the refined mesh (at most: every cell's
+        // lattice points counted once per cell), checked before any allocation
+        let nc = self.num_cells() as u128;
+        let (entries, points) = if levels >= 16 {
+            // (2^48 children of one cell, far past the limit; no overflow below)
+            (u128::MAX, u128::MAX)
+        } else {
+            let m = 1u128 << levels;
+            (
+                nc * m.pow(d as u32) * ct.num_vertices() as u128,
+                nc * (m + 1).pow(d as u32) + self.num_vertices() as u128,
+            )
+        };
+        let limit = u32::MAX as u128;
+        if entries > limit || points > limit {
+            let (what, count) = if entries > limit {
+                ("connectivity entries after refinement", entries)
+            } else {
+                ("vertices after refinement (at most)", points)
+            };
+            return Err(MeshError::TooLarge {
+                what,
+                count: count.min(usize::MAX as u128) as usize,
+            });
         }
         if levels == 0 {
             return Ok(self.clone());

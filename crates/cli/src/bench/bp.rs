@@ -420,6 +420,14 @@ fn parse_refine(s: &str) -> Result<RefineArg, String> {
         .ok_or_else(|| format!("'{s}': give auto or a number of levels, 0 to 10"))
 }
 
+/// The refusal of a `--mesh` of other cells than hexahedra.
+fn not_hexahedra(path: &std::path::Path, ct: CellType) -> CliError {
+    CliError::Usage(format!(
+        "--mesh {}: the bake-off operators need hexahedra, the file has {ct}",
+        path.display()
+    ))
+}
+
 /// Uniform refinement levels that bring `cells` hexahedra at order `p` closest to `dofs`
 /// (on a logarithmic scale: each level multiplies the DoFs by about 8).
 fn refine_levels(cells: usize, p: usize, dofs: f64) -> usize {
@@ -591,11 +599,7 @@ fn problem(
     let (mesh, origin, auto) = if let Some(path) = &a.mesh {
         let mut mesh = read_gmsh(path)?;
         if mesh.cell_type() != CellType::Hexahedron {
-            return Err(CliError::Usage(format!(
-                "--mesh {}: the bake-off operators need hexahedra, the file has {}",
-                path.display(),
-                mesh.cell_type()
-            )));
+            return Err(not_hexahedra(path, mesh.cell_type()));
         }
         a.reorder.apply(&mut mesh);
         let levels = match a.refine {
@@ -733,6 +737,13 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
         GeoArg::Otf => vec![GeometryMode::OnTheFly],
         GeoArg::All => vec![GeometryMode::Stored, GeometryMode::OnTheFly],
     };
+    if let Some(path) = &a.mesh {
+        // a mesh the operators cannot take is refused before the table starts
+        let ct = read_gmsh(path)?.cell_type();
+        if ct != CellType::Hexahedron {
+            return Err(not_hexahedra(path, ct));
+        }
+    }
     let copy_gbs = copy_bandwidth(&backend)?;
     if !a.json {
         println!(
