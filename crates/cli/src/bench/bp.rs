@@ -1485,7 +1485,7 @@ mod gpu {
     }
 }
 
-#[cfg(all(test, feature = "cuda"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
@@ -1526,6 +1526,7 @@ mod tests {
     /// The bench's defaults sort the box into bricks exactly where the tuned BP1 kernel on
     /// stored weights is the lattice kernel, and not when a kernel, bricks, a geometry load
     /// or a reordering is asked for, on the CPU, or for the other BPs.
+    #[cfg(feature = "cuda")]
     #[test]
     fn default_bricks_follow_the_tuned_lattice_choice() {
         use ferrofem_cuda::bp::{BpConfig, GeoMode};
@@ -1559,22 +1560,6 @@ mod tests {
         );
         assert_eq!(default_bricks(BpName::Bp3, &none, true, &stored, 3), None);
         assert_eq!(default_bricks(BpName::Bp35, &none, true, &stored, 3), None);
-    }
-}
-
-#[cfg(test)]
-mod mesh_tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        a: BpArgs,
-    }
-
-    fn args(extra: &[&str]) -> BpArgs {
-        Cli::parse_from(std::iter::once("bench").chain(extra.iter().copied())).a
     }
 
     fn plate() -> String {
