@@ -1069,6 +1069,17 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     solve_pcg "${HEX_SOLVES[@]}"
     ;;
+  final21)
+    # the twenty-first session's final code after all GPU tests (the Gmsh plate's among them):
+    # the README's main job, BP1 stored p = 3..8 on the box and on the refined plate, the
+    # hexahedral GPU solves and the plate's
+    PLATE=tests/data/gmsh/plate_hole_hex_v41_binary.msh
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    bench bp1 --backend cuda --order 3..8 --geo stored
+    bench bp1 --backend cuda --order 3..8 --geo stored --mesh $PLATE
+    solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
+    ;;
   s21a|s21b)
     # twenty-first session: the Gmsh plate with a hole (unstructured hexahedra,
     # tests/data/gmsh), refined uniformly to ~4e7 DoFs per order (`--refine auto`), BP1's
