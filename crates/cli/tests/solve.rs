@@ -87,11 +87,34 @@ fn p1_and_p2_poisson_converge_at_the_optimal_rates() {
     assert!(l2 > 2.6 && h1 > 1.7, "Q2 hex rates {l2} {h1}");
 }
 
-/// A convergence study on a real mesh: Gmsh's unstructured hexahedra of a plate with a
+/// A convergence study on real meshes: Gmsh's unstructured hexahedra of a plate with a
 /// hole (no two cells need share axes), refined uniformly (`--refine`), Dirichlet on both
-/// named boundary groups, Q1 and Q2 by matrix-free PCG: L² rate p + 1, H¹ rate p.
+/// named boundary groups, Q1 and Q2 by matrix-free PCG; and Gmsh's tetrahedra of a box,
+/// refined by red refinement, P1 and P2: L² rate p + 1, H¹ rate p.
 #[test]
-fn refined_gmsh_hexahedra_converge_at_the_optimal_rates() {
+fn refined_gmsh_meshes_converge_at_the_optimal_rates() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/gmsh/box_tet_v41_binary.msh");
+    let tets = ferrofem_mesh::read_gmsh(&path).expect("tetrahedral box");
+    for (order, levels) in [(1, 1..=3), (2, 0..=2)] {
+        let opts = options(ProblemKind::Poisson, order);
+        let sols: Vec<Solution> = levels
+            .map(|l| {
+                let m = tets.refined(l).expect("refines");
+                solve(&m, &opts, &settings(SolverKind::Pcg), &Progress::hidden())
+                    .unwrap_or_else(|e| panic!("P{order} refined {l}: {e}"))
+            })
+            .collect();
+        let p = order as f64;
+        for (l2, h1) in rates(&sols) {
+            eprintln!("P{order} on the refined tetrahedra: L2 rate {l2:.3}, H1 rate {h1:.3}");
+            assert!(
+                l2 > p + 0.75,
+                "P{order} on refined tetrahedra: L2 rate {l2}"
+            );
+            assert!(h1 > p - 0.2, "P{order} on refined tetrahedra: H1 rate {h1}");
+        }
+    }
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/data/gmsh/plate_hole_hex_v41_binary.msh");
     let coarse = ferrofem_mesh::read_gmsh(&path).expect("plate mesh");

@@ -98,6 +98,23 @@ fn cube_weights(t: &[usize], m: usize, pad: usize) -> Vec<u32> {
         .collect()
 }
 
+/// The lattice indices (of [`lattice`]`(d, m)`) of the corners of every child of a
+/// `d`-cube split into `m^d`: children lexicographic, each one's `2^d` corners
+/// lexicographic, so that chunks of `2^d` are the children's vertices.
+fn child_corners(d: usize, m: usize) -> Vec<usize> {
+    let n = m + 1;
+    lattice(d, m - 1)
+        .iter()
+        .flat_map(|child| {
+            (0..1usize << d).map(move |corner| {
+                (0..d)
+                    .rev()
+                    .fold(0, |li, a| li * n + child[a] + (corner >> a & 1))
+            })
+        })
+        .collect()
+}
+
 /// Lexicographic lattice points `0..=m` in `d` dimensions (first coordinate fastest).
 fn lattice(d: usize, m: usize) -> Vec<Vec<usize>> {
     let n = m + 1;
@@ -171,7 +188,6 @@ impl Mesh {
         let mut pts = Points::new(self);
         let denom = m.pow(d as u32) as u32;
         let lat = lattice(d, m);
-        let n = m + 1;
         let weights: Vec<Vec<u32>> = lat.iter().map(|t| cube_weights(t, m, 0)).collect();
         let inside: Vec<bool> = lat
             .iter()
@@ -181,22 +197,15 @@ impl Mesh {
         let mut cells = Vec::with_capacity(self.num_cells() * children * nv);
         let mut tags = Vec::with_capacity(self.num_cells() * children);
         let mut ids = vec![0u32; lat.len()];
+        let corners = child_corners(d, m);
         for c in 0..self.num_cells() {
             let v = self.cell(c);
             for (i, w) in weights.iter().enumerate() {
                 ids[i] = pts.point(v, w, denom, inside[i], old);
             }
             // the children, lexicographic; each one's vertices lexicographic
-            for child in lattice(d, m - 1) {
-                for corner in 0..nv {
-                    let mut li = 0;
-                    for a in (0..d).rev() {
-                        li = li * n + child[a] + (corner >> a & 1);
-                    }
-                    cells.push(ids[li]);
-                }
-                tags.push(self.cell_tags()[c]);
-            }
+            cells.extend(corners.iter().map(|&li| ids[li]));
+            tags.extend(std::iter::repeat_n(self.cell_tags()[c], children));
         }
         // facets: segments (2-D) or lexicographic quadrilaterals (3-D), split alike
         let fd = d - 1;
@@ -206,21 +215,14 @@ impl Mesh {
         let mut fv = Vec::with_capacity(f.vertices.len() * m.pow(fd as u32));
         let mut ftags = Vec::with_capacity(f.len() * m.pow(fd as u32));
         let mut fids = vec![0u32; flat.len()];
+        let fcorners = child_corners(fd, m);
         for i in 0..f.len() {
             let v = f.facet(i);
             for (k, w) in fweights.iter().enumerate() {
                 fids[k] = pts.point(v, w, denom, false, old);
             }
-            for child in lattice(fd, m - 1) {
-                for corner in 0..1usize << fd {
-                    let mut li = 0;
-                    for a in (0..fd).rev() {
-                        li = li * n + child[a] + (corner >> a & 1);
-                    }
-                    fv.push(fids[li]);
-                }
-                ftags.push(f.tags[i]);
-            }
+            fv.extend(fcorners.iter().map(|&li| fids[li]));
+            ftags.extend(std::iter::repeat_n(f.tags[i], m.pow(fd as u32)));
         }
         self.assemble(pts.coords, cells, tags, fv, ftags)
     }

@@ -424,15 +424,7 @@ fn brick_numbering_is_a_consistent_permutation_with_computed_interiors() {
                     seen.iter().all(|&b| b),
                     "{shape:?} p={p}: not a permutation"
                 );
-                for (o, &nw) in s
-                    .restriction()
-                    .offsets()
-                    .iter()
-                    .zip(t.restriction().offsets())
-                {
-                    assert_eq!(new_of[*o as usize], nw);
-                    assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
-                }
+                assert_renumbered(&s, &t, &new_of);
                 // every element node sits where the layout says: interiors computed, boundary
                 // nodes below the skeleton count and equal to the skeleton offsets
                 let (epb, nib, nskel) = (l.elems(), l.interior_per_brick(), l.skeleton_nodes);
@@ -569,6 +561,20 @@ fn brick_numbering_refuses_elements_that_are_not_bricks() {
     assert!(tets.bricked([2, 1, 1]).is_err());
 }
 
+/// `t` is `s` renumbered by `new_of`: every element slot holds the renumbered node, at the
+/// same place.
+fn assert_renumbered(s: &H1Space, t: &H1Space, new_of: &[u32]) {
+    for (o, &nw) in s
+        .restriction()
+        .offsets()
+        .iter()
+        .zip(t.restriction().offsets())
+    {
+        assert_eq!(new_of[*o as usize], nw);
+        assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
+    }
+}
+
 /// A file mesh whose cells share no axes (Gmsh's all-hexahedra subdivision of a plate with a
 /// hole) is not bricks, but refined uniformly and its children sorted per parent it is: the
 /// lattice numbering's own checks pass, for every shape that divides the children's block,
@@ -593,15 +599,7 @@ fn a_refined_file_mesh_numbers_per_brick() {
             for slots in [SlotOrder::Lexicographic, SlotOrder::Ring] {
                 let (t, new_of) = s.bricked_in(shape, slots).unwrap();
                 assert_eq!(t.num_dofs(), s.num_dofs());
-                for (o, &nw) in s
-                    .restriction()
-                    .offsets()
-                    .iter()
-                    .zip(t.restriction().offsets())
-                {
-                    assert_eq!(new_of[*o as usize], nw);
-                    assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
-                }
+                assert_renumbered(&s, &t, &new_of);
             }
         }
     }

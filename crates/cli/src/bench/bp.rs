@@ -420,14 +420,6 @@ fn parse_refine(s: &str) -> Result<RefineArg, String> {
         .ok_or_else(|| format!("'{s}': give auto or a number of levels, 0 to 10"))
 }
 
-/// The refusal of a `--mesh` of other cells than hexahedra.
-fn not_hexahedra(path: &std::path::Path, ct: CellType) -> CliError {
-    CliError::Usage(format!(
-        "--mesh {}: the bake-off operators need hexahedra, the file has {ct}",
-        path.display()
-    ))
-}
-
 /// Uniform refinement levels that bring `cells` hexahedra at order `p` closest to `dofs`
 /// (on a logarithmic scale: each level multiplies the DoFs by about 8).
 fn refine_levels(cells: usize, p: usize, dofs: f64) -> usize {
@@ -564,10 +556,31 @@ fn default_bricks(
     }
 }
 
+/// The `--mesh` file, checked to be hexahedra and ordered by `--reorder`, once for every
+/// order ([`problem`] refines it per order); `None` for the generated box.
+fn file_mesh(a: &BpArgs) -> Result<Option<Mesh>, CliError> {
+    let Some(path) = &a.mesh else {
+        return Ok(None);
+    };
+    let mut mesh = read_gmsh(path)?;
+    if mesh.cell_type() != CellType::Hexahedron {
+        return Err(CliError::Usage(format!(
+            "--mesh {}: the bake-off operators need hexahedra, the file has {}",
+            path.display(),
+            mesh.cell_type()
+        )));
+    }
+    a.reorder.apply(&mut mesh);
+    Ok(Some(mesh))
+}
+
+/// The mesh and spaces of order `p`: the generated box, or `coarse` (the `--mesh` file, from
+/// [`file_mesh`]) refined.
 fn problem(
     p: usize,
     a: &BpArgs,
     auto: Option<([usize; 3], SlotOrder)>,
+    coarse: Option<&Mesh>,
 ) -> Result<Problem, CliError> {
     let t = Instant::now();
     let n = elems_per_dir(p, a.dofs);
@@ -596,12 +609,7 @@ fn problem(
     let big = shapes.iter().fold([1; 3], |m, s| {
         [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
     });
-    let (mesh, origin, auto) = if let Some(path) = &a.mesh {
-        let mut mesh = read_gmsh(path)?;
-        if mesh.cell_type() != CellType::Hexahedron {
-            return Err(not_hexahedra(path, mesh.cell_type()));
-        }
-        a.reorder.apply(&mut mesh);
+    let (mesh, origin, auto) = if let (Some(path), Some(mesh)) = (&a.mesh, coarse) {
         let levels = match a.refine {
             RefineArg::Levels(l) => l,
             RefineArg::Auto => refine_levels(mesh.num_cells(), p, a.dofs),
@@ -737,13 +745,8 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
         GeoArg::Otf => vec![GeometryMode::OnTheFly],
         GeoArg::All => vec![GeometryMode::Stored, GeometryMode::OnTheFly],
     };
-    if let Some(path) = &a.mesh {
-        // a mesh the operators cannot take is refused before the table starts
-        let ct = read_gmsh(path)?.cell_type();
-        if ct != CellType::Hexahedron {
-            return Err(not_hexahedra(path, ct));
-        }
-    }
+    // read once, before the table starts (a mesh the operators cannot take is refused)
+    let coarse = file_mesh(&a)?;
     let copy_gbs = copy_bandwidth(&backend)?;
     if !a.json {
         println!(
@@ -777,7 +780,7 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     let mut records = Vec::new();
     for &p in &orders {
         let auto = default_bricks(name, &a, !matches!(backend, Backend::Cpu { .. }), &geos, p);
-        let prob = problem(p, &a, auto)?;
+        let prob = problem(p, &a, auto, coarse.as_ref())?;
         let variants: Vec<(GeometryMode, bool)> = geos
             .iter()
             .flat_map(|&g| {
@@ -1592,18 +1595,23 @@ mod tests {
     fn a_file_mesh_is_refined_and_bricked_per_cell() {
         let ring = Some(([2, 2, 1], SlotOrder::Ring));
         let a = args(&["--mesh", &plate(), "--refine", "1"]);
-        let prob = problem(2, &a, ring).expect("refined plate");
+        let coarse = file_mesh(&a).expect("plate").expect("a file mesh");
+        assert_eq!(coarse.num_cells(), 2912);
+        let prob = problem(2, &a, ring, Some(&coarse)).expect("refined plate");
         assert_eq!(prob.mesh.num_cells(), 2912 * 8);
         assert_eq!(prob.auto_bricks, Some([2, 2, 1]));
         assert_eq!(prob.bricked.len(), 1);
         assert!(prob.origin.ends_with("refined 1"));
-        let prob = problem(2, &a, Some(([4, 4, 2], SlotOrder::Ring))).expect("refined plate");
+        let prob = problem(2, &a, Some(([4, 4, 2], SlotOrder::Ring)), Some(&coarse))
+            .expect("refined plate");
         assert_eq!((prob.auto_bricks, prob.bricked.len()), (None, 0));
         let a0 = args(&["--mesh", &plate(), "--refine", "0"]);
-        let prob = problem(2, &a0, ring).expect("plate");
+        let prob = problem(2, &a0, ring, Some(&coarse)).expect("plate");
         assert_eq!((prob.mesh.num_cells(), prob.auto_bricks), (2912, None));
         let asked = args(&["--mesh", &plate(), "--refine", "1", "--bricks", "4x4x2"]);
-        let e = problem(2, &asked, None).err().expect("bricks refused");
+        let e = problem(2, &asked, None, Some(&coarse))
+            .err()
+            .expect("bricks refused");
         assert!(e.to_string().contains("divide"), "{e}");
         let tets = args(&[
             "--mesh",
@@ -1612,7 +1620,7 @@ mod tests {
                 "/../../tests/data/gmsh/box_tet_v41_binary.msh"
             ),
         ]);
-        let e = problem(2, &tets, None).err().expect("tetrahedra refused");
+        let e = file_mesh(&tets).expect_err("tetrahedra refused");
         assert!(e.to_string().contains("hexahedra"), "{e}");
     }
 }
