@@ -1080,6 +1080,12 @@ case "$MODE" in
     bench bp1 --backend cuda --order 3..8 --geo stored --mesh $PLATE
     solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
     ;;
+  review21)
+    # after the twenty-first session's review (refinement's child corners built once, the
+    # bench's mesh read once): BP1 stored p = 3..8 on the refined plate (run with
+    # TESTFILTER=gmsh_mesh: the plate's GPU test first)
+    bench bp1 --backend cuda --order 3..8 --geo stored --mesh tests/data/gmsh/plate_hole_hex_v41_binary.msh
+    ;;
   s21a|s21b)
     # twenty-first session: the Gmsh plate with a hole (unstructured hexahedra,
     # tests/data/gmsh), refined uniformly to ~4e7 DoFs per order (`--refine auto`), BP1's
