@@ -1033,6 +1033,26 @@ case "$MODE" in
     L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
     $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --paired-elements false,true
     ;;
+  v69)
+    # v48: the lattice's two shared arrays as one (`--one-lattice-array`), so that p = 6 and 7
+    # (weights in shared memory) fit one more block per SM: BP1 stored p = 3..8 (the
+    # defaults) without and with, in both orders; p = 7 with at caps 3 and 4 (4: 64
+    # registers, the fourth block), the cap 4's lookahead at the old and the new wave (396,
+    # 528), and rolled (60 registers uncapped); p = 3 with at caps 5 and 6 (spill-free; shared memory no longer binds); the lattice at
+    # p = 8 with (cap 3: 48 bytes spilled, measured for the record only); then Nsight Compute
+    # on p = 7 with one array at cap 4 against the default (ncu35)
+    for oa in false,true true,false; do bench bp1 --backend cuda --order 3..8 --geo stored --one-lattice-array $oa; done
+    bench bp1 --backend cuda --order 7 --geo stored --one-lattice-array true --min-blocks 3,4 --gather-lookahead 396,528
+    bench bp1 --backend cuda --order 7 --geo stored --one-lattice-array true --rolled true --min-blocks 0,4 --gather-lookahead 528
+    bench bp1 --backend cuda --order 3 --geo stored --one-lattice-array true --min-blocks 5,6
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
+    $L --order 8 --bricks 2x2x1 --min-blocks 2,3 --geo-prefetch shared --one-lattice-array false,true
+    for v in "default:" "one-cap4:--one-lattice-array true --min-blocks 4 --gather-lookahead 528"; do
+      ncu_apply "$OUT/ncu-$MODE-bp1-p7-${v%%:*}.txt" bp1 --backend cuda --geo stored --order 7 ${v#*:}
+      echo "== ncu $MODE bp1 p7 ${v%%:*}"
+      grep -E "bp_apply|dram__|lts__|l1tex|sm__warps|smsp__inst|gpu__time|ERR" "$OUT/ncu-$MODE-bp1-p7-${v%%:*}.txt" | cut -c1-200 | head -20
+    done
+    ;;
   v67|v68)
     # (needs the binaries of branch exp-tensor, whose bench has --tensor-cores: v67 its first
     # commit, v68 its last)

@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N] [onearr]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -154,6 +154,8 @@ fn main() {
             if has("pfsm") {
                 cfg.geo_prefetch = GeoPrefetch::Shared;
             }
+            // v48: one lattice array
+            cfg.one_lattice_array = has("onearr");
             // v42: the gather's data asked of L2 this many bricks ahead
             cfg.gather_lookahead = flag(&args, "ga").unwrap_or(0) as u32;
             // v40: the weights loaded evict-first

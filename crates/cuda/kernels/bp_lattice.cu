@@ -21,6 +21,7 @@
 //   5 (x, y) columns: the zq-line of sZ, transposed z, stored (interior) or added atomically
 // Along each line the elements are taken in order, and the node one shares with the next is
 // read once and its two contributions summed in a register.
+// v48 (ONEARR 1): sZ and sY are one array; phases 2 and 4 rewrite their lines in place.
 // Rows of both arrays have the odd pitch LP, so that lines read across lanes (phase 3) fall
 // in distinct banks; planes (one per zq) the pitches PZ and PY.
 //
@@ -51,7 +52,8 @@
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING, GEOPF, GEOCS, LOOKAHEAD.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING, GEOPF, GEOCS, LOOKAHEAD,
+// ONEARR.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest, or RING's order); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -86,6 +88,15 @@
 #if SPLIT && (STEPS > 1 || 32 % BX || 32 % BY || 32 % BZ)
 #error "split lines (SPLIT 1) are for single-step blocks whose lines' elements divide a warp"
 #endif
+// ONEARR 1 (v48): sZ and sY are one array (the host gives both the same plane pitch): phase 2
+// rewrites each thread's (x, zq) line in place, its elements last to first, and phase 4 in
+// place going forward, so a block needs one lattice array's shared memory, not two
+#ifndef ONEARR
+#define ONEARR 0
+#endif
+#if ONEARR && (SPLIT || LBND == 2)
+#error "one lattice array (ONEARR 1) is for whole lines (SPLIT 0) without the staged boundary (LBND 2)"
+#endif
 #define NX (BX * (N - 1) + 1)
 #define NY (BY * (N - 1) + 1)
 #define NZ (BZ * (N - 1) + 1)
@@ -105,6 +116,9 @@
 #endif
 #if PZ < NY * LP || PY < YQ * LP
 #error "lattice plane pitches smaller than the planes"
+#endif
+#if ONEARR && PZ != PY
+#error "one lattice array (ONEARR 1) needs one plane pitch"
 #endif
 #define SZ_SIZE (ZQ * PZ)
 #define SY_SIZE (ZQ * PY)
@@ -344,7 +358,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
          const real* FF_RESTRICT mats, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha ORD_PARAMS) {
     extern __shared__ __align__(16) real smem[];
     real* sZ = smem;
+#if ONEARR
+    real* sY = smem;
+#else
     real* sY = smem + SZ_SIZE;
+#endif
 #if STEPS > 1
     // per (x, y) column, private to the thread that owns it in phases 1 and 5: the node
     // phase 1 read last (the next step's first), the partial sum phase 5 carries
@@ -466,12 +484,14 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #else
-        // 2: contract along y
+        // 2: contract along y (ONEARR: in place, the elements last to first, so that an
+        // element's points overwrite only nodes that it and the later elements have read)
 #pragma unroll 1
         for (int t = tid; t < NX * ZQ; t += THREADS) {
             const int x = t % NX, zq = t / NX;
             ELEMENT_LOOP
-            for (int ey = 0; ey < BY; ey++) {
+            for (int e = 0; e < BY; e++) {
+                const int ey = ONEARR ? BY - 1 - e : e;
                 real in[N], out[Q];
 #pragma unroll
                 for (int i = 0; i < N; i++) in[i] = sZ[zq * PZ + (ey * (N - 1) + i) * LP + x];
@@ -568,7 +588,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #else
-        // 4: transposed y (shared nodes carried as in 3)
+        // 4: transposed y (shared nodes carried as in 3; ONEARR: in place, element e's nodes
+        // e p .. e p + p - 1 below the points e Q .. that the later elements still read)
 #pragma unroll 1
         for (int t = tid; t < NX * ZQ; t += THREADS) {
             const int x = t % NX, zq = t / NX;

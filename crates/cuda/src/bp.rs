@@ -340,6 +340,11 @@ pub struct BpConfig {
     /// of the brick this many bricks ahead (0: none), so that they are on chip when that
     /// brick's block starts its gather; about the number of resident blocks.
     pub gather_lookahead: u32,
+    /// Lattice kernel (v48): the block's two lattice arrays as one, the y contractions
+    /// rewriting their lines in place, so that a block needs about half the shared memory
+    /// and more blocks fit on a multiprocessor where shared memory bounds them (whole
+    /// lines, not with the staged boundary).
+    pub one_lattice_array: bool,
 }
 
 /// The tag of a slot order in kernel names and bench labels (empty for the default).
@@ -668,6 +673,7 @@ impl BpConfig {
             compressible_indices: true,
             compressible_output: true,
             gather_lookahead: 0,
+            one_lattice_array: false,
         }
     }
 
@@ -1317,7 +1323,8 @@ const SM90_SHARED_PER_BLOCK: usize = 227 * 1024;
 /// The lattice kernel's block for bricks `b` at order `p`, `q` points, `real` bytes per
 /// value; `conflict_free` (v27) pads the plane pitches to NX modulo the reals that one
 /// shared-memory wavefront serves per bank sweep (16 in f64, 32 in f32), so that the lanes
-/// of the (x, zq) phases fall in consecutive banks.
+/// of the (x, zq) phases fall in consecutive banks; `one_array` (v48): sZ and sY are one
+/// array, with one plane pitch that holds either plane.
 fn lattice_block(
     b: [usize; 3],
     p: usize,
@@ -1325,6 +1332,7 @@ fn lattice_block(
     real: usize,
     conflict_free: bool,
     split: bool,
+    one_array: bool,
 ) -> Result<LatticeBlock, GpuError> {
     let nd = b.map(|e| e * p + 1);
     let lp = nd[0] | 1;
@@ -1337,8 +1345,13 @@ fn lattice_block(
             min
         }
     };
-    let pitches = [pitch(nd[1] * lp), pitch(yq * lp)];
-    let words = zq * (pitches[0] + pitches[1]);
+    let (pitches, words) = if one_array {
+        let pp = pitch(nd[1].max(yq) * lp);
+        ([pp, pp], zq * pp)
+    } else {
+        let pitches = [pitch(nd[1] * lp), pitch(yq * lp)];
+        (pitches, zq * (pitches[0] + pitches[1]))
+    };
     // one thread per line of the largest phase, or (split) per element of a line
     let per_line = |e: usize| if split { e } else { 1 };
     let threads = (nd[0] * nd[1] * per_line(b[2]))
@@ -1505,6 +1518,15 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.bricks
         )));
     }
+    if cfg.one_lattice_array
+        && (cfg.variant != Variant::Lattice
+            || cfg.split_lines
+            || cfg.lattice_boundary == LatticeBoundary::Staged)
+    {
+        return Err(GpuError::Unsupported(
+            "one lattice array (v48) exists for the lattice kernel on whole lines, without the staged boundary".into(),
+        ));
+    }
     if cfg.lattice_slots != SlotOrder::Lexicographic && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(format!(
             "the slot order {:?} (v35) is the lattice kernel's; the brick kernels take any bricked space's slots from it",
@@ -1605,6 +1627,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
                 T::BYTES,
                 cfg.conflict_free_pitches,
                 cfg.split_lines,
+                cfg.one_lattice_array,
             )?;
             lattice_pitches = Some(l.pitches);
             // v31: the carried plane's two arrays (sCx, sCy) after the lattice
@@ -1755,6 +1778,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             }
             + &label_part('_', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "_sl" } else { "" }
+            + if cfg.one_lattice_array { "_1a" } else { "" }
             + &label_part('_', slot_order_tag(cfg.lattice_slots))
             + &if cfg.gather_lookahead > 0 {
                 format!("_ga{}", cfg.gather_lookahead)
@@ -1843,6 +1867,7 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("STEPS", cfg.lattice_steps.max(1))
             .define("LBND", cfg.lattice_boundary.code())
             .define("SPLIT", cfg.split_lines as u32)
+            .define("ONEARR", cfg.one_lattice_array as u32)
             .define("RING", (cfg.lattice_slots == SlotOrder::Ring) as u32)
             .define("LOOKAHEAD", cfg.gather_lookahead)
             .define("NSKB", brick_layout(b, p).skeleton_positions().len()),
@@ -1918,6 +1943,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         compressible_indices: true,
         compressible_output: true,
         gather_lookahead: 0,
+        one_lattice_array: false,
     };
     let mut v = Vec::new();
     for kind in kinds {
@@ -2496,6 +2522,79 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 },
                 p,
                 f32,
+            ));
+        }
+        // v48: one lattice array, both precisions on the tuned choice; uncapped, at p = 7's
+        // cap 4 (the fourth block it makes room for; p = 8's cap 3 spills), and rolled the
+        // other way; with the whole boundary forms and each zeroing, both slot
+        // orders, the weights in shared memory and not, every shape, and walked in columns
+        let one = BpConfig {
+            one_lattice_array: true,
+            ..t
+        };
+        for f32 in [false, true] {
+            v.push((one, p, f32));
+        }
+        for min_blocks in [None, Some(4).filter(|_| p == 7)] {
+            v.push((BpConfig { min_blocks, ..one }, p, false));
+        }
+        v.push((
+            BpConfig {
+                rolled_element_loops: !one.rolled_element_loops,
+                min_blocks: None,
+                ..one
+            },
+            p,
+            false,
+        ));
+        for c in every_boundary_and_zeroing(one) {
+            if c.lattice_boundary != LatticeBoundary::Staged {
+                v.push((c, p, false));
+            }
+        }
+        for c in [
+            BpConfig {
+                one_lattice_array: true,
+                ..tr
+            },
+            BpConfig {
+                geo_prefetch: GeoPrefetch::Shared,
+                ..one
+            },
+            BpConfig {
+                geo_prefetch: GeoPrefetch::None,
+                gather_lookahead: 0,
+                ..one
+            },
+        ] {
+            v.push((c, p, false));
+        }
+        for shape in lattice_shapes(p) {
+            for geo_prefetch in [GeoPrefetch::None, GeoPrefetch::Shared] {
+                let c = BpConfig {
+                    one_lattice_array: true,
+                    geo_prefetch,
+                    lattice_boundary: LatticeBoundary::SharedOffsets,
+                    lattice_slots: SlotOrder::Ring,
+                    ..BpConfig::lattice(shape)
+                };
+                // (where the weights fit beside the lattice)
+                if bp_kernel::<f64>(c, p).is_ok() {
+                    v.push((c, p, false));
+                }
+            }
+        }
+        if let Some(&(column, steps)) = lattice_columns(p).first() {
+            v.push((
+                BpConfig {
+                    bricks: Some(column),
+                    lattice_steps: steps,
+                    geo_prefetch: t.geo_prefetch.for_columns(),
+                    min_blocks: None,
+                    ..one
+                },
+                p,
+                false,
             ));
         }
         for shape in lattice_shapes(p) {
@@ -3416,6 +3515,87 @@ mod tests {
                 "{shape:?} p = {p}: {:?}",
                 bp_kernel::<f64>(c, p).map(|k| k.dyn_smem)
             );
+        }
+    }
+
+    #[test]
+    fn one_lattice_array_keeps_one_plane_pitch_and_refuses_split_or_staged_lines() {
+        for p in 1..=8 {
+            let q = p + 2;
+            for shape in lattice_shapes(p) {
+                for cf in [false, true] {
+                    let two = BpConfig {
+                        conflict_free_pitches: cf,
+                        ..BpConfig::lattice(shape)
+                    };
+                    let one = BpConfig {
+                        one_lattice_array: true,
+                        ..two
+                    };
+                    let (k2, k1) = (
+                        bp_kernel::<f64>(two, p).unwrap(),
+                        bp_kernel::<f64>(one, p).unwrap(),
+                    );
+                    assert_eq!(k1.spec.value("ONEARR"), Some("1"));
+                    assert_eq!(k2.spec.value("ONEARR"), Some("0"));
+                    assert!(k1.spec.name.contains("_1a"), "{}", k1.spec.name);
+                    // one pitch, the second array's, whose planes hold either array's plane
+                    let (pz, py) = (k1.spec.value("PZ"), k1.spec.value("PY"));
+                    assert_eq!(pz, py);
+                    assert_eq!(py, k2.spec.value("PY"));
+                    let pitch: usize = py.unwrap().parse().unwrap();
+                    let nx = shape[0] * p + 1;
+                    let lp = nx | 1;
+                    assert!(pitch >= (shape[1] * p + 1) * lp && pitch >= shape[1] * q * lp);
+                    if cf {
+                        // (conflict-free: ≡ NX modulo the 16 doubles of a bank sweep)
+                        assert_eq!(pitch % 16, nx % 16);
+                    }
+                    // the first array's bytes saved, nothing else changed
+                    let pz2: usize = k2.spec.value("PZ").unwrap().parse().unwrap();
+                    assert_eq!(k1.dyn_smem + shape[2] * q * pz2 * 8, k2.dyn_smem);
+                    assert_eq!((k1.block, k1.epb), (k2.block, k2.epb));
+                }
+            }
+            // p = 6, 7 with the weights in shared memory: the block's bytes fall below what
+            // one more block per multiprocessor (228 KiB, 1 KiB reserved per block) needs
+            if p == 6 || p == 7 {
+                let t = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p).unwrap();
+                let one = BpConfig {
+                    one_lattice_array: true,
+                    ..t
+                };
+                let fit = |b: usize| 228 * 1024 / (b + 1024 + 16);
+                let (n2, n1) = (
+                    fit(bp_kernel::<f64>(t, p).unwrap().dyn_smem),
+                    fit(bp_kernel::<f64>(one, p).unwrap().dyn_smem),
+                );
+                assert_eq!((n2 + 1, p), (n1, p));
+            }
+            // split lines and the staged boundary rewrite other threads' nodes: refused
+            let one = BpConfig {
+                one_lattice_array: true,
+                ..BpConfig::lattice(lattice_shapes(p)[0])
+            };
+            for bad in [
+                BpConfig {
+                    split_lines: true,
+                    ..one
+                },
+                BpConfig {
+                    lattice_boundary: LatticeBoundary::Staged,
+                    ..one
+                },
+                BpConfig {
+                    one_lattice_array: true,
+                    ..BpConfig::tuned(TensorKind::Mass, GeoMode::Stored, p)
+                },
+            ] {
+                assert!(matches!(
+                    bp_kernel::<f64>(bad, p),
+                    Err(GpuError::Unsupported(_))
+                ));
+            }
         }
     }
 

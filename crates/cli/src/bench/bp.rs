@@ -250,6 +250,13 @@ pub struct BpArgs {
     /// where it applied.
     #[arg(long, value_delimiter = ',')]
     split_lines: Vec<bool>,
+    /// Lattice kernel (v48): the block's two lattice arrays as one (`true`: the y
+    /// contractions in place, about half the shared memory, so more blocks per
+    /// multiprocessor where shared memory binds), or two (`false`); comma-separated to
+    /// measure both (default: the tuned choice). Orders that run another kernel ignore it;
+    /// the label's `+1a` shows where it applied.
+    #[arg(long, value_delimiter = ',')]
+    one_lattice_array: Vec<bool>,
     /// Lattice kernel (v35): the order of the brick boundary's slots, by which the box is
     /// numbered and the kernel's threads take their columns (`lexicographic`, `ring`);
     /// comma-separated to measure both (default: the tuned choice). Orders that run another
@@ -888,6 +895,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.lattice_steps.clear();
         base.lattice_boundary.clear();
         base.split_lines.clear();
+        base.one_lattice_array.clear();
         base.slot_order.clear();
         return vec![base];
     }
@@ -915,6 +923,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
+    let all = split(all, &a.one_lattice_array, |c, v| c.one_lattice_array = v);
     let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
@@ -1192,6 +1201,7 @@ mod gpu {
             compressible_indices: true,
             compressible_output: true,
             gather_lookahead: 0,
+            one_lattice_array: false,
         };
         let mut cfg = cfg;
         if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
@@ -1313,6 +1323,11 @@ mod gpu {
             (a.split_lines.first(), cfg.variant)
         {
             cfg.split_lines = sl;
+        }
+        if let (Some(&oa), ferrofem_cuda::bp::Variant::Lattice) =
+            (a.one_lattice_array.first(), cfg.variant)
+        {
+            cfg.one_lattice_array = oa;
         }
         if let (Some(&so), ferrofem_cuda::bp::Variant::Lattice) =
             (a.slot_order.first(), cfg.variant)
@@ -1444,6 +1459,7 @@ mod gpu {
             }
             + &label_part('+', cfg.lattice_boundary.tag())
             + if cfg.split_lines { "+sl" } else { "" }
+            + if cfg.one_lattice_array { "+1a" } else { "" }
             + &label_part('+', slot_order_tag(cfg.lattice_slots))
             + &if cfg.gather_lookahead > 0 {
                 format!("+ga{}", cfg.gather_lookahead)
