@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N] [onearr]] [tuned] [pw] [cf] [table] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N] [onearr]] [tuned] [pw] [cf] [table] [D=NAME (an extra -D NAME=1)] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -171,7 +171,13 @@ fn main() {
         } else {
             bp_kernel::<f64>(cfg, p)
         };
-        k.expect("kernel").spec
+        let mut spec = k.expect("kernel").spec;
+        for a in &args {
+            if let Some(d) = a.strip_prefix("D=") {
+                spec = spec.define(d, 1);
+            }
+        }
+        spec
     };
     if has("source") {
         // the generated CUDA source (to read a compiler error's line)

@@ -583,7 +583,7 @@ impl BpConfig {
     /// The fastest configuration measured on an H200 where the mesh is a structured box
     /// whose cells can be sorted into bricks (`Mesh::sort_cells_in_bricks`, then
     /// [`H1Space::bricked_in`] with the returned `bricks` and `lattice_slots`), if it beats
-    /// [`BpConfig::tuned`] there: BP1 with stored weights at p = 3..7 on the lattice kernel
+    /// [`BpConfig::tuned`] there: BP1 with stored weights at p = 3..8 on the lattice kernel
     /// (v26–v39; notes/gpu-bp.md). `None` where the one-element kernels are faster.
     pub fn tuned_on_bricks(kind: TensorKind, geo: GeoMode, p: usize) -> Option<BpConfig> {
         if kind != TensorKind::Mass || geo != GeoMode::Stored {
@@ -601,7 +601,13 @@ impl BpConfig {
             // v39 (v56): with its weights prefetched into L2 the lattice passes the
             // one-element kernel at p = 7 (86.3 against 85.4 GDOF/s); not at p = 8 (75.3
             // against 89.0)
-            7 => ([2, 2, 1], Some(3), false),
+            // v48 (v69): with one lattice array the cap 4 (64 registers, no spill) gets its
+            // fourth block per SM, 90–91 → 97.9–98.1 GDOF/s
+            7 => ([2, 2, 1], Some(4), false),
+            // v48 (v69): with one lattice array three blocks of 320 threads fit at the cap 3
+            // (64 registers, 48 bytes spilled in phase 3): 95.9 GDOF/s against the
+            // one-element kernel's 89.2–89.5 and the spill-free cap 2's 88.3–88.7
+            8 => ([2, 2, 1], Some(3), false),
             _ => return None,
         };
         Some(BpConfig {
@@ -635,6 +641,10 @@ impl BpConfig {
                 7 => 396,
                 _ => 0,
             },
+            // v48 (v69): one lattice array, the y contractions in place: p = 6 +6 %, p = 7 +8 %
+            // (with the cap 4), p = 3 +2.5 %, p = 4 +1.3 %, p = 5 +0.2 % (one more block per SM
+            // where shared memory bound them, more L1 where it did not)
+            one_lattice_array: true,
             ..BpConfig::lattice(shape)
         })
     }
@@ -2610,7 +2620,19 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             }
         }
     }
-    for c in lattice {
+    for (c, p, f32) in lattice {
+        // (the variants with split lines or the staged boundary derived from a default with
+        // one lattice array, v48, take two: those forms rewrite other threads' nodes)
+        let c = (
+            BpConfig {
+                one_lattice_array: c.one_lattice_array
+                    && !c.split_lines
+                    && c.lattice_boundary != LatticeBoundary::Staged,
+                ..c
+            },
+            p,
+            f32,
+        );
         if !v.contains(&c) {
             v.push(c);
         }
@@ -3560,10 +3582,11 @@ mod tests {
             // p = 6, 7 with the weights in shared memory: the block's bytes fall below what
             // one more block per multiprocessor (228 KiB, 1 KiB reserved per block) needs
             if p == 6 || p == 7 {
-                let t = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p).unwrap();
-                let one = BpConfig {
-                    one_lattice_array: true,
-                    ..t
+                let one = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p).unwrap();
+                assert!(one.one_lattice_array);
+                let t = BpConfig {
+                    one_lattice_array: false,
+                    ..one
                 };
                 let fit = |b: usize| 228 * 1024 / (b + 1024 + 16);
                 let (n2, n1) = (

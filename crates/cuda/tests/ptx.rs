@@ -53,8 +53,19 @@ fn a_broken_kernel_reports_the_compiler_log() {
     assert!(err.contains("undefined_name"), "{err}");
 }
 
+/// The bytes of spill stores ptxas reports in `log`, over its kernels.
+fn spill_store_bytes(log: &str) -> usize {
+    log.lines()
+        .filter_map(|l| {
+            let (before, _) = l.split_once(" bytes spill stores")?;
+            before.rsplit(' ').next()?.parse::<usize>().ok()
+        })
+        .sum()
+}
+
 /// Every bake-off specialisation used by the GPU tests and benchmarks compiles to sm_90
-/// machine code without spilling registers to local memory.
+/// machine code without spilling registers to local memory (but for one measured
+/// exception, below).
 #[test]
 fn every_bp_specialisation_compiles_for_sm90() {
     if !nvrtc_or_skip() {
@@ -98,13 +109,25 @@ fn every_bp_specialisation_compiles_for_sm90() {
                             .map(|l| l.trim().to_string())
                             .collect::<Vec<_>>()
                             .join(" | ");
-                        let spills = c.log.lines().any(|l| {
-                            l.contains("spill stores") && !l.contains(" 0 bytes spill stores")
-                        });
+                        let spilled = spill_store_bytes(&c.log);
+                        // (v48: the p = 8 lattice at the cap 3, BP1's default there, spills 48
+                        // bytes in phase 3 and is still the fastest p = 8 kernel measured, 95.9
+                        // GDOF/s against 88.7 spill-free at the cap 2 (notes/gpu-bp.md, v69);
+                        // its variants at that cap may spill as much, nothing more)
+                        let measured = k.spec.name.contains("_p8_")
+                            && k.spec.name.contains("_v26")
+                            && k.spec.value("MINB") == Some("3")
+                            && spilled <= 64;
                         out.push(format!(
                             "{}{} {}",
                             k.spec.name,
-                            if spills { " SPILLS" } else { "" },
+                            if spilled > 0 && !measured {
+                                " SPILLS"
+                            } else if spilled > 0 {
+                                " spills (measured)"
+                            } else {
+                                ""
+                            },
                             regs
                         ));
                     }

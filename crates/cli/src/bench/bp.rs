@@ -223,7 +223,7 @@ pub struct BpArgs {
     elems_per_block: Vec<usize>,
     /// GPU kernel design(s), comma-separated: `pencil` (v2), `persistent` (v5), `slice2d`
     /// (v1, the paper's), `registers` (v6) or `lattice` (v26). Default: the tuned kernel of
-    /// each order (the v2 family, or for BP1 with stored weights at p = 3..6 the lattice
+    /// each order (the v2 family, or for BP1 with stored weights at p = 3..8 the lattice
     /// kernel on a brick-sorted box).
     #[arg(long, value_enum, value_delimiter = ',')]
     kernel: Vec<KernelArg>,
@@ -1328,6 +1328,10 @@ mod gpu {
             (a.one_lattice_array.first(), cfg.variant)
         {
             cfg.one_lattice_array = oa;
+        } else if cfg.split_lines || cfg.lattice_boundary == LatticeBoundary::Staged {
+            // (split lines and the staged boundary asked for on a default with one lattice
+            // array, v48, take two; asked for together with one, the kernel refuses)
+            cfg.one_lattice_array = false;
         }
         if let (Some(&so), ferrofem_cuda::bp::Variant::Lattice) =
             (a.slot_order.first(), cfg.variant)
@@ -1520,7 +1524,7 @@ mod tests {
     }
 
     /// A BP1 solve (`--solve`) gets a kernel that takes the screened kind at every order,
-    /// from the tuned BP1 defaults (the lattice at p = 3..6, register columns elsewhere):
+    /// from the tuned BP1 defaults (the lattice at p = 3..8, register columns elsewhere):
     /// the specialisation is accepted without a device.
     #[cfg(feature = "cuda")]
     #[test]
@@ -1562,7 +1566,11 @@ mod tests {
             default_bricks(BpName::Bp1, &none, true, &stored, 3).map(|d| d.0),
             Some([4, 4, 2])
         );
-        assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 8), None);
+        assert_eq!(
+            default_bricks(BpName::Bp1, &none, true, &stored, 8).map(|d| d.0),
+            Some([2, 2, 1])
+        );
+        assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 2), None);
         for other in [
             args(&["--kernel", "pencil"]),
             args(&["--kernel", "registers"]),
