@@ -1033,6 +1033,31 @@ case "$MODE" in
     L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
     $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --paired-elements false,true
     ;;
+  final22)
+    # the twenty-second session's defaults (v48: one lattice array, p = 7 at the cap 4, the
+    # lattice at p = 8) after all GPU tests: the README's main job, BP1 stored p = 3..8 on the
+    # box twice and on the refined plate, the p = 8 lattice's neighbours (rolled, the
+    # lookahead, the one-element kernel), BP3 and BP3.5 stored on the box, the hexahedral GPU
+    # solves and the plate's
+    PLATE=tests/data/gmsh/plate_hole_hex_v41_binary.msh
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 3..8 --geo stored --mesh $PLATE
+    bench bp1 --backend cuda --order 8 --geo stored --rolled false,true --gather-lookahead 0,264
+    bench bp1 --backend cuda --order 8 --geo stored --bricks none
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
+    ;;
+  final22b)
+    # what final22 did not reach in its 600 s (run with TESTFILTER=compressible_output, the
+    # test whose count final22 found one lattice default short): BP3.5 stored on the box, the
+    # hexahedral GPU solves and the plate's
+    PLATE=tests/data/gmsh/plate_hole_hex_v41_binary.msh
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
+    ;;
   v69)
     # v48: the lattice's two shared arrays as one (`--one-lattice-array`), so that p = 6 and 7
     # (weights in shared memory) fit one more block per SM: BP1 stored p = 3..8 (the
