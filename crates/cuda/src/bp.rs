@@ -2628,6 +2628,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 one_lattice_array: c.one_lattice_array
                     && !c.split_lines
                     && c.lattice_boundary != LatticeBoundary::Staged,
+                // (p = 7's cap 4 and p = 8's cap 3 fit the weights in shared memory only:
+                // read from L2 or global memory they spill 80-184 bytes, so those variants
+                // run uncapped)
+                min_blocks: if p >= 7 && c.geo_prefetch != GeoPrefetch::Shared {
+                    None
+                } else {
+                    c.min_blocks
+                },
                 ..c
             },
             p,
