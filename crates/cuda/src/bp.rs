@@ -2534,47 +2534,54 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 f32,
             ));
         }
-        // v48: one lattice array, both precisions on the tuned choice; uncapped, at p = 7's
-        // cap 4 (the fourth block it makes room for; p = 8's cap 3 spills), and rolled the
-        // other way; with the whole boundary forms and each zeroing, both slot
-        // orders, the weights in shared memory and not, every shape, and walked in columns
-        let one = BpConfig {
-            one_lattice_array: true,
+        // v48: the other lattice array form than the tuned one (two arrays where the default
+        // has one, p = 3..8; one at p = 1, 2), both precisions; uncapped, at p = 7's cap 4
+        // (the fourth block one array makes room for; p = 8's cap 3 is the default's), and
+        // rolled the other way; with each boundary form and zeroing, the other slot order, the
+        // weights in shared memory and not; then one array on every shape, and walked in
+        // columns
+        let other = BpConfig {
+            one_lattice_array: !t.one_lattice_array,
             ..t
         };
         for f32 in [false, true] {
-            v.push((one, p, f32));
+            v.push((other, p, f32));
         }
         for min_blocks in [None, Some(4).filter(|_| p == 7)] {
-            v.push((BpConfig { min_blocks, ..one }, p, false));
+            v.push((
+                BpConfig {
+                    min_blocks,
+                    ..other
+                },
+                p,
+                false,
+            ));
         }
         v.push((
             BpConfig {
-                rolled_element_loops: !one.rolled_element_loops,
+                rolled_element_loops: !other.rolled_element_loops,
                 min_blocks: None,
-                ..one
+                ..other
             },
             p,
             false,
         ));
-        for c in every_boundary_and_zeroing(one) {
-            if c.lattice_boundary != LatticeBoundary::Staged {
-                v.push((c, p, false));
-            }
+        for c in every_boundary_and_zeroing(other) {
+            v.push((c, p, false));
         }
         for c in [
             BpConfig {
-                one_lattice_array: true,
+                one_lattice_array: other.one_lattice_array,
                 ..tr
             },
             BpConfig {
                 geo_prefetch: GeoPrefetch::Shared,
-                ..one
+                ..other
             },
             BpConfig {
                 geo_prefetch: GeoPrefetch::None,
                 gather_lookahead: 0,
-                ..one
+                ..other
             },
         ] {
             v.push((c, p, false));
@@ -2601,7 +2608,8 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                     lattice_steps: steps,
                     geo_prefetch: t.geo_prefetch.for_columns(),
                     min_blocks: None,
-                    ..one
+                    one_lattice_array: true,
+                    ..t
                 },
                 p,
                 false,
@@ -2628,14 +2636,14 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 one_lattice_array: c.one_lattice_array
                     && !c.split_lines
                     && c.lattice_boundary != LatticeBoundary::Staged,
-                // (p = 7's cap 4 and p = 8's cap 3 fit the weights in shared memory only:
-                // read from L2 or global memory they spill 80-184 bytes, so those variants
-                // run uncapped)
-                min_blocks: if p >= 7 && c.geo_prefetch != GeoPrefetch::Shared {
-                    None
-                } else {
-                    c.min_blocks
-                },
+                // (p = 7's cap 4 and p = 8's cap 3, the defaults', hold whole lines' weights in
+                // shared memory only: read from L2 or global memory they spill 80-184 bytes, so
+                // those variants run uncapped)
+                min_blocks: c.min_blocks.filter(|&m| {
+                    c.split_lines
+                        || c.geo_prefetch == GeoPrefetch::Shared
+                        || !(p == 7 && m >= 4 || p == 8 && m >= 3)
+                }),
                 ..c
             },
             p,

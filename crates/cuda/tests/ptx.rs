@@ -27,11 +27,7 @@ fn blas_kernels_compile_for_sm90_in_both_precisions() {
         let c = compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
         assert!(c.image.len() > 1000, "cubin too small");
         // ptxas -v reports registers per kernel; no spills expected in these kernels
-        assert!(
-            !c.log.contains("bytes spill stores") || c.log.contains("0 bytes spill stores"),
-            "{}",
-            c.log
-        );
+        assert_eq!(spill_store_bytes(&c.log), 0, "{}", c.log);
         let p = compile_uncached(&spec, Target::Ptx(90)).unwrap();
         let text = String::from_utf8(p.image).unwrap();
         assert!(text.contains(".entry ff_axpy") && text.contains(".entry ff_dot_partial"));
@@ -193,11 +189,9 @@ fn every_residual_specialisation_compiles_for_sm90() {
                         };
                         match compile_uncached(&k.spec, Target::Cubin(90)) {
                             Ok(out) => {
-                                if out.log.lines().any(|l| {
-                                    l.contains("spill stores")
-                                        && !l.contains(" 0 bytes spill stores")
-                                }) && c.cfg.strategy
-                                    == ferrofem_cuda::residual::Strategy::Transposition
+                                if spill_store_bytes(&out.log) > 0
+                                    && c.cfg.strategy
+                                        == ferrofem_cuda::residual::Strategy::Transposition
                                 {
                                     eprintln!(
                                         "spills: {} {}",
@@ -271,9 +265,7 @@ fn every_diagonal_specialisation_compiles_for_sm90() {
                             "{}: entry points missing",
                             spec.name
                         );
-                        let spills = c.log.lines().any(|l| {
-                            l.contains("spill stores") && !l.contains(" 0 bytes spill stores")
-                        });
+                        let spills = spill_store_bytes(&c.log) > 0;
                         if spills {
                             eprintln!("{}: {}", spec.name, c.log);
                         }
