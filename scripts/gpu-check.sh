@@ -1058,6 +1058,26 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
     ;;
+  v70)
+    # v49: a fourth p = 8 lattice block (40 warps per SM) where registers and shared memory
+    # allow it: rolled at the cap 4 (48 registers) with the weights out of shared memory;
+    # the neighbours (rolled / unrolled, caps 3 / 4, weights none / l2 / shared), 2x1x1 at the
+    # caps 5 / 6, p = 7 rolled / unrolled at the caps 4 / 5 with l2 / shared; the defaults
+    # first and last; then Nsight Compute's warp states on the p = 8 default and the rolled cap
+    # 4 with the L2 prefetch (ncu36)
+    bench bp1 --backend cuda --order 7,8 --geo stored
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring --one-lattice-array true"
+    $L --order 8 --bricks 2x2x1 --rolled false,true --min-blocks 3,4 --geo-prefetch none,l2,shared
+    $L --order 8 --bricks 2x1x1 --rolled true --min-blocks 5,6 --geo-prefetch l2,shared
+    bench bp1 --backend cuda --order 7 --geo stored --rolled false,true --min-blocks 4,5 --geo-prefetch l2,shared
+    bench bp1 --backend cuda --order 7,8 --geo stored
+    for v in "default:" "rolled-cap4-l2:--kernel lattice --bricks 2x2x1 --rolled true --min-blocks 4 --geo-prefetch l2"; do
+      NCU_EXTRA="--section WarpStateStats --section Occupancy --section LaunchStats" \
+        ncu_apply "$OUT/ncu-$MODE-bp1-p8-${v%%:*}.txt" bp1 --backend cuda --geo stored --order 8 ${v#*:}
+      echo "== ncu $MODE bp1 p8 ${v%%:*}"
+      grep -E "bp_apply|dram__|lts__|l1tex|sm__warps|smsp__inst|gpu__time|Stall|Occupancy|Block Limit|Registers|ERR" "$OUT/ncu-$MODE-bp1-p8-${v%%:*}.txt" | cut -c1-200 | head -40
+    done
+    ;;
   v69)
     # v48: the lattice's two shared arrays as one (`--one-lattice-array`), so that p = 6 and 7
     # (weights in shared memory) fit one more block per SM: BP1 stored p = 3..8 (the
