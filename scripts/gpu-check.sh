@@ -1058,6 +1058,31 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
     ;;
+  v71)
+    # v50: lattice bricks two elements deep along z (2x1x2, 1x2x2: the same nodes shared as
+    # 2x2x1's, other lines per phase and threads per block), rolled / unrolled, uncapped and
+    # capped: p = 8 and 7 with the weights in shared memory, p = 4 and 5 without (and 2x2x2);
+    # the defaults first and last; then the p = 8 default's stall reasons (ncu37)
+    bench bp1 --backend cuda --order 4,5,7,8 --geo stored
+    L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring --one-lattice-array true"
+    for b in 2x1x2 1x2x2; do
+      $L --order 8 --bricks $b --rolled true,false --min-blocks 0,3 --geo-prefetch shared
+      $L --order 7 --bricks $b --rolled true,false --min-blocks 0,3,4 --geo-prefetch shared --gather-lookahead 0,396
+    done
+    for b in 2x1x2 1x2x2 2x2x2; do
+      $L --order 5 --bricks $b --rolled true,false --min-blocks 0
+      $L --order 4 --bricks $b --rolled true,false --min-blocks 0,8
+    done
+    bench bp1 --backend cuda --order 4,5,7,8 --geo stored
+    # (the local-memory rows of the memory tables: where the default's 48 spilled bytes go)
+    for v in "default:" "rolled-cap3:--kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring --one-lattice-array true --bricks 2x2x1 --rolled true --min-blocks 3 --geo-prefetch shared"; do
+      NCU_L2="$NCU_L2,$(echo smsp__average_warps_issue_stalled_{barrier,long_scoreboard,short_scoreboard,mio_throttle,lg_throttle,math_pipe_throttle,wait,not_selected,selected,dispatch_stall,membar,drain,no_instruction,branch_resolving,sleeping,tex_throttle,imc_miss,misc}_per_issue_active.ratio | tr ' ' ',')" \
+        NCU_EXTRA="--section MemoryWorkloadAnalysis_Tables" \
+        ncu_apply "$OUT/ncu-$MODE-bp1-p8-${v%%:*}.txt" bp1 --backend cuda --geo stored --order 8 ${v#*:}
+      echo "== ncu $MODE bp1 p8 ${v%%:*}"
+      grep -E "bp_apply|dram__|lts__|sm__warps|smsp__inst|gpu__time|stalled|Local|ERR" "$OUT/ncu-$MODE-bp1-p8-${v%%:*}.txt" | cut -c1-200 | head -40
+    done
+    ;;
   v70)
     # v49: a fourth p = 8 lattice block (40 warps per SM) where registers and shared memory
     # allow it: rolled at the cap 4 (48 registers) with the weights out of shared memory;
