@@ -2,7 +2,7 @@
 //! spills, shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N] [onearr]] [tuned] [pw] [cf] [table] [D=NAME (an extra -D NAME=1)] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [rp=DIGITS] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N] [onearr]] [tuned] [pw] [cf] [table] [D=NAME (an extra -D NAME=1) | D=NAME=VALUE] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
 
@@ -132,6 +132,13 @@ fn main() {
             cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
             cfg.conflict_free_pitches = has("cf");
             cfg.rolled_element_loops = has("rolled");
+            // v51: only these phases' element loops rolled (rp=23: phases 2 and 3)
+            if let Some(d) = args.iter().find_map(|a| a.strip_prefix("rp=")) {
+                cfg.rolled_phases = d
+                    .chars()
+                    .map(|c| 1u8 << (c.to_digit(10).expect("rp=DIGITS") - 1))
+                    .sum();
+            }
             // v31: the brick walked in this many steps along z (lattice= is the column)
             cfg.lattice_steps = flag(&args, "steps").unwrap_or(1);
             // v33: the boundary's offsets in shared memory (so), and staged (st)
@@ -174,7 +181,11 @@ fn main() {
         let mut spec = k.expect("kernel").spec;
         for a in &args {
             if let Some(d) = a.strip_prefix("D=") {
-                spec = spec.define(d, 1);
+                // D=NAME (1) or D=NAME=VALUE
+                spec = match d.split_once('=') {
+                    Some((name, v)) => spec.define(name, v.parse::<i64>().expect("D=NAME=INTEGER")),
+                    None => spec.define(d, 1),
+                };
             }
         }
         spec

@@ -132,10 +132,38 @@
 #ifndef ROLLED
 #define ROLLED 0
 #endif
-#if ROLLED
-#define ELEMENT_LOOP _Pragma("unroll 1")
+// ROLLMASK (v51): bit k - 1 keeps phase k's element loop rolled (default: every phase's as
+// ROLLED says), so that one phase's loop can be rolled where its unrolled form spills while
+// the others keep their unrolled loads in flight
+#ifndef ROLLMASK
+#define ROLLMASK (ROLLED ? 31 : 0)
+#endif
+#define ROLL_1 _Pragma("unroll 1")
+#define ROLL_0 _Pragma("unroll")
+#if ROLLMASK & 1
+#define ELEMENT_LOOP1 ROLL_1
 #else
-#define ELEMENT_LOOP _Pragma("unroll")
+#define ELEMENT_LOOP1 ROLL_0
+#endif
+#if ROLLMASK & 2
+#define ELEMENT_LOOP2 ROLL_1
+#else
+#define ELEMENT_LOOP2 ROLL_0
+#endif
+#if ROLLMASK & 4
+#define ELEMENT_LOOP3 ROLL_1
+#else
+#define ELEMENT_LOOP3 ROLL_0
+#endif
+#if ROLLMASK & 8
+#define ELEMENT_LOOP4 ROLL_1
+#else
+#define ELEMENT_LOOP4 ROLL_0
+#endif
+#if ROLLMASK & 16
+#define ELEMENT_LOOP5 ROLL_1
+#else
+#define ELEMENT_LOOP5 ROLL_0
 #endif
 
 // ORD 1 (v30): no fill before the launch. Block g zeroes the brick-boundary nodes whose
@@ -449,7 +477,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             else
 #endif
                 in[0] = u[gather_index(offsets, sOff, g, nskel, x, y, t, s, 0)];
-            ELEMENT_LOOP
+            ELEMENT_LOOP1
             for (int ez = 0; ez < BZ; ez++) {
 #pragma unroll
                 for (int i = 1; i < N; i++) in[i] = u[gather_index(offsets, sOff, g, nskel, x, y, t, s, ez * (N - 1) + i)];
@@ -489,7 +517,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll 1
         for (int t = tid; t < NX * ZQ; t += THREADS) {
             const int x = t % NX, zq = t / NX;
-            ELEMENT_LOOP
+            ELEMENT_LOOP2
             for (int e = 0; e < BY; e++) {
                 const int ey = ONEARR ? BY - 1 - e : e;
                 real in[N], out[Q];
@@ -550,7 +578,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int t = tid; t < YQ * ZQ; t += THREADS) {
             real* row = sY + (t / YQ) * PY + (t % YQ) * LP;   // (zq, yq) = (t / YQ, t % YQ)
             real carry = 0;
-            ELEMENT_LOOP
+            ELEMENT_LOOP3
             for (int ex = 0; ex < BX; ex++) {
                 real in[N], pts[Q], out[N];
 #pragma unroll
@@ -594,7 +622,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int t = tid; t < NX * ZQ; t += THREADS) {
             const int x = t % NX, zq = t / NX;
             real carry = 0;
-            ELEMENT_LOOP
+            ELEMENT_LOOP4
             for (int ey = 0; ey < BY; ey++) {
                 real in[Q], out[N];
 #pragma unroll
@@ -644,7 +672,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if STEPS > 1
             if (s > 0) carry = sCy[t];
 #endif
-            ELEMENT_LOOP
+            ELEMENT_LOOP5
             for (int ez = 0; ez < BZ; ez++) {
                 real in[Q], out[N];
 #pragma unroll

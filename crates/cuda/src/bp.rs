@@ -308,6 +308,11 @@ pub struct BpConfig {
     /// unrolled, so that one element's values are live at a time and tighter register caps
     /// (`min_blocks`) stay free of spills.
     pub rolled_element_loops: bool,
+    /// Lattice kernel (v51), where `rolled_element_loops` is false: the phases whose loops
+    /// over a line's elements stay rolled (bit k − 1 for phase k of 1..=5), so that a phase
+    /// whose unrolled form spills under the register cap can be rolled while the others
+    /// keep their unrolled loads in flight. 0: every phase unrolled.
+    pub rolled_phases: u8,
     /// Lattice kernel (v31): the block walks its brick in this many steps along z, each a
     /// brick of `[bx, by, bz / steps]` elements, and carries the lattice plane two steps
     /// share from one to the next. The space's numbering, its offsets and atomics are the
@@ -675,6 +680,7 @@ impl BpConfig {
             bricks: None,
             slot_arithmetic: true,
             rolled_element_loops: false,
+            rolled_phases: 0,
             lattice_steps: 1,
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
@@ -1382,6 +1388,15 @@ fn lattice_block(
     })
 }
 
+/// The lattice phases of a rolled-phase mask as their digits, in order (`0b110`: "23"), as
+/// kernel names, bench labels and `--rolled-phases` write them.
+pub fn rolled_phase_digits(mask: u8) -> String {
+    (1..=5)
+        .filter(|k| mask & (1 << (k - 1)) != 0)
+        .map(|k: u8| char::from(b'0' + k))
+        .collect()
+}
+
 /// The kernel specialisation for `cfg` at order `p` in precision `T`, without a device
 /// (CI compiles every specialisation the tests and benchmarks use from this).
 pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuError> {
@@ -1543,10 +1558,16 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             cfg.lattice_slots
         )));
     }
-    if cfg.rolled_element_loops && cfg.variant != Variant::Lattice {
+    if (cfg.rolled_element_loops || cfg.rolled_phases != 0) && cfg.variant != Variant::Lattice {
         return Err(GpuError::Unsupported(
-            "rolled element loops (v29) exist for the lattice kernel only".into(),
+            "rolled element loops (v29, v51) exist for the lattice kernel only".into(),
         ));
+    }
+    if cfg.rolled_phases > 31 {
+        return Err(GpuError::Unsupported(format!(
+            "rolled phases {:#b}: the lattice kernel has phases 1..=5 (bits 0..=4)",
+            cfg.rolled_phases
+        )));
     }
     if cfg.variant == Variant::Lattice
         && (cfg.kind != TensorKind::Mass
@@ -1780,7 +1801,13 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             } else {
                 ""
             }
-            + if cfg.rolled_element_loops { "_rl" } else { "" }
+            + &if cfg.rolled_element_loops {
+                "_rl".to_string()
+            } else if cfg.rolled_phases != 0 {
+                format!("_rp{}", rolled_phase_digits(cfg.rolled_phases))
+            } else {
+                String::new()
+            }
             + &if cfg.lattice_steps > 1 {
                 format!("_s{}", cfg.lattice_steps)
             } else {
@@ -1870,6 +1897,14 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("PZ", lattice_pitches.map_or(0, |l| l[0]))
             .define("PY", lattice_pitches.map_or(0, |l| l[1]))
             .define("ROLLED", cfg.rolled_element_loops as u32)
+            .define(
+                "ROLLMASK",
+                if cfg.rolled_element_loops {
+                    31
+                } else {
+                    cfg.rolled_phases
+                },
+            )
             .define("THREADS", block[0])
             .define("BX", b[0])
             .define("BY", b[1])
@@ -1946,6 +1981,7 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
         bricks: None,
         slot_arithmetic: true,
         rolled_element_loops: false,
+        rolled_phases: 0,
         lattice_steps: 1,
         lattice_boundary: LatticeBoundary::Global,
         split_lines: false,
@@ -2626,6 +2662,43 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
             if bp_kernel::<f64>(c, p).is_ok() {
                 v.push((c, p, false));
             }
+        }
+        // v51: only some phases' element loops rolled (phase 3; phases 2 and 3; the global
+        // phases 1 and 5), the others unrolled, at the tuned cap (not p = 6's: rolled phases
+        // there spill 24 bytes at the cap 6) and uncapped, both precisions for phases 2 and
+        // 3; and phase 3 rolled on a column walked in steps
+        for (i, rolled_phases) in [0b00100u8, 0b00110, 0b10001].into_iter().enumerate() {
+            let c = BpConfig {
+                rolled_element_loops: false,
+                rolled_phases,
+                ..t
+            };
+            if p != 6 {
+                v.push((c, p, false));
+            }
+            v.push((
+                BpConfig {
+                    min_blocks: None,
+                    ..c
+                },
+                p,
+                i == 1,
+            ));
+        }
+        if let Some(&(column, steps)) = lattice_columns(p).first() {
+            v.push((
+                BpConfig {
+                    bricks: Some(column),
+                    lattice_steps: steps,
+                    geo_prefetch: t.geo_prefetch.for_columns(),
+                    min_blocks: None,
+                    rolled_element_loops: false,
+                    rolled_phases: 0b00100,
+                    ..t
+                },
+                p,
+                false,
+            ));
         }
     }
     for (c, p, f32) in lattice {
@@ -3554,6 +3627,56 @@ mod tests {
                 bp_kernel::<f64>(c, p).map(|k| k.dyn_smem)
             );
         }
+    }
+
+    #[test]
+    fn rolled_phases_reach_the_kernel_as_a_mask_and_are_refused_elsewhere() {
+        assert_eq!(rolled_phase_digits(0b00110), "23");
+        assert_eq!(rolled_phase_digits(0b10001), "15");
+        assert_eq!(rolled_phase_digits(0), "");
+        let t = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, 8).unwrap();
+        let unrolled = BpConfig {
+            rolled_element_loops: false,
+            rolled_phases: 0,
+            ..t
+        };
+        let k = bp_kernel::<f64>(unrolled, 8).unwrap();
+        assert_eq!(k.spec.value("ROLLMASK"), Some("0"));
+        assert!(!k.spec.name.contains("_rp"), "{}", k.spec.name);
+        let some = BpConfig {
+            rolled_phases: 0b00110,
+            ..unrolled
+        };
+        let k = bp_kernel::<f64>(some, 8).unwrap();
+        assert_eq!(k.spec.value("ROLLMASK"), Some("6"));
+        assert!(k.spec.name.contains("_rp23"), "{}", k.spec.name);
+        // every phase rolled says so whatever the mask
+        let all = BpConfig {
+            rolled_element_loops: true,
+            ..some
+        };
+        let k = bp_kernel::<f64>(all, 8).unwrap();
+        assert_eq!(k.spec.value("ROLLMASK"), Some("31"));
+        assert!(k.spec.name.contains("_rl") && !k.spec.name.contains("_rp"));
+        // a sixth phase, and rolled phases outside the lattice kernel, are refused
+        assert!(matches!(
+            bp_kernel::<f64>(
+                BpConfig {
+                    rolled_phases: 32,
+                    ..unrolled
+                },
+                8
+            ),
+            Err(GpuError::Unsupported(_))
+        ));
+        let pencil = BpConfig {
+            rolled_phases: 0b100,
+            ..BpConfig::new(TensorKind::Mass)
+        };
+        assert!(matches!(
+            bp_kernel::<f64>(pencil, 8),
+            Err(GpuError::Unsupported(_))
+        ));
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn gpu() -> Option<Arc<GpuDevice>> {
 /// A tested configuration's options, to name it in a test's rows and failures.
 fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
     format!(
-        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} steps={} boundary={:?} split={} {}",
+        "{} p={p} alpha={} {:?} {:?} il={} epb={:?} minb={:?} pers={} direct={} regcol={} pw={} cf={} sa={} zero={:?} chunk={} bricks={:?} rolled={} rp={:#b} steps={} boundary={:?} split={} 1a={} slots={:?} {}",
         cfg.kind.name(),
         cfg.kind.alpha(),
         cfg.variant,
@@ -49,9 +49,12 @@ fn config_label(cfg: &BpConfig, p: usize, f32: bool) -> String {
         cfg.groups_in_sequence,
         cfg.bricks,
         cfg.rolled_element_loops,
+        cfg.rolled_phases,
         cfg.lattice_steps,
         cfg.lattice_boundary,
         cfg.split_lines,
+        cfg.one_lattice_array,
+        cfg.lattice_slots,
         if f32 { "f32" } else { "f64" }
     )
 }

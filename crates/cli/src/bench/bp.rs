@@ -232,6 +232,13 @@ pub struct BpArgs {
     /// tuned choice).
     #[arg(long, value_delimiter = ',')]
     rolled: Vec<bool>,
+    /// Lattice kernel (v51), where `--rolled` is false: the phases (1..5: gather and z,
+    /// y, x with the weights, transposed y, transposed z and scatter) whose loops over a
+    /// line's elements stay rolled, as digits (`3`, `23`) or `none`; comma-separated to
+    /// measure several (default: the tuned choice). The label's `+rpDIGITS` shows where it
+    /// applied.
+    #[arg(long, value_delimiter = ',', value_parser = parse_rolled_phases)]
+    rolled_phases: Vec<u8>,
     /// Lattice kernel (v31): a block walks a column of this many bricks (`--bricks`) along
     /// z, carrying the lattice plane two steps share, so that the numbering, the offsets
     /// and the atomics are the column's; comma-separated to measure several (default 1:
@@ -892,6 +899,7 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
         base.elems_per_block.clear();
         base.bricks.clear();
         base.rolled.clear();
+        base.rolled_phases.clear();
         base.lattice_steps.clear();
         base.lattice_boundary.clear();
         base.split_lines.clear();
@@ -920,12 +928,30 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
     let all = split(all, &a.bricks, |c, v| c.bricks = v);
     let all = split(all, &a.rolled, |c, v| c.rolled = v);
+    let all = split(all, &a.rolled_phases, |c, v| c.rolled_phases = v);
     let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
     let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
     let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
     let all = split(all, &a.one_lattice_array, |c, v| c.one_lattice_array = v);
     let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
+}
+
+/// `--rolled-phases`: lattice phase digits (`23`) or `none`, as a phase mask.
+/// (The CLI parses it without the `cuda` feature, so the mask is formed here rather than
+/// by `ferrofem_cuda::bp::rolled_phase_mask`, whose form it repeats.)
+fn parse_rolled_phases(s: &str) -> Result<u8, String> {
+    let bad = || format!("`{s}`: digits of the lattice phases 1..5 (e.g. `3`, `23`) or `none`");
+    if s == "none" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err(bad());
+    }
+    s.chars().try_fold(0u8, |m, c| match c {
+        '1'..='5' => Ok(m | 1 << (c as u8 - b'1')),
+        _ => Err(bad()),
+    })
 }
 
 fn emit(r: &BpRecord, a: &BpArgs) -> Result<(), CliError> {
@@ -1194,6 +1220,7 @@ mod gpu {
             bricks: None,
             slot_arithmetic: true,
             rolled_element_loops: false,
+            rolled_phases: 0,
             lattice_steps: 1,
             lattice_boundary: LatticeBoundary::Global,
             split_lines: false,
@@ -1309,6 +1336,11 @@ mod gpu {
         }
         if let Some(&r) = a.rolled.first() {
             cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
+        }
+        if cfg.variant != ferrofem_cuda::bp::Variant::Lattice {
+            cfg.rolled_phases = 0;
+        } else if let Some(&m) = a.rolled_phases.first() {
+            cfg.rolled_phases = m;
         }
         if let (Some(&b), ferrofem_cuda::bp::Variant::Lattice) =
             (a.lattice_boundary.first(), cfg.variant)
@@ -1437,7 +1469,16 @@ mod gpu {
             } else {
                 ""
             },
-            if cfg.rolled_element_loops { "+rl" } else { "" },
+            if cfg.rolled_element_loops {
+                "+rl".to_string()
+            } else if cfg.rolled_phases != 0 {
+                format!(
+                    "+rp{}",
+                    ferrofem_cuda::bp::rolled_phase_digits(cfg.rolled_phases)
+                )
+            } else {
+                String::new()
+            },
             if cfg.even_odd { "" } else { "+plain" },
             label_part('+', cfg.skeleton_zeroing.tag()),
             op.zero_ahead_groups()
@@ -1521,6 +1562,23 @@ mod tests {
 
     fn args(extra: &[&str]) -> BpArgs {
         Cli::parse_from(std::iter::once("bench").chain(extra.iter().copied())).a
+    }
+
+    /// `--rolled-phases` takes phase digits or `none`, one mask per comma-separated item,
+    /// and refuses anything else rather than ignoring it.
+    #[test]
+    fn rolled_phases_parse_as_masks() {
+        assert_eq!(
+            args(&["--rolled-phases", "none,3,23,15"]).rolled_phases,
+            vec![0, 0b00100, 0b00110, 0b10001]
+        );
+        for bad in ["", "6", "0", "2x", "all"] {
+            assert!(parse_rolled_phases(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            one_per_choice(&args(&["--rolled-phases", "3,23"]), false).len(),
+            2
+        );
     }
 
     /// A BP1 solve (`--solve`) gets a kernel that takes the screened kind at every order,
