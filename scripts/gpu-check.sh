@@ -1058,6 +1058,23 @@ case "$MODE" in
     bench bp3.5 --backend cuda --order 3..8 --geo stored
     solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
     ;;
+  v72)
+    # v51: only some phases' element loops rolled (`--rolled-phases`): p = 8 (the default
+    # spills 48 bytes in phase 3, unrolled) with phase 3, phases 2-3, phases 2-4 rolled, in
+    # both orders; p = 7, 3, 4, 6 with phase 3 / phases 2-3; p = 5 (rolled by default) with
+    # every phase unrolled but 3 / 2-3 / 2-5; then ncu38 on p = 8 with phases 2-3 rolled
+    bench bp1 --backend cuda --order 8 --geo stored --rolled-phases none,3,23,234
+    bench bp1 --backend cuda --order 8 --geo stored --rolled-phases 23,3,none
+    bench bp1 --backend cuda --order 7 --geo stored --rolled-phases none,3,23
+    bench bp1 --backend cuda --order 5 --geo stored
+    bench bp1 --backend cuda --order 5 --geo stored --rolled false --rolled-phases 3,23,2345,none
+    bench bp1 --backend cuda --order 3,4,6 --geo stored --rolled-phases none,3,23
+    for v in "default:" "rp23:--rolled-phases 23"; do
+      ncu_apply "$OUT/ncu-$MODE-bp1-p8-${v%%:*}.txt" bp1 --backend cuda --geo stored --order 8 ${v#*:}
+      echo "== ncu $MODE bp1 p8 ${v%%:*}"
+      grep -E "bp_apply|dram__|lts__|l1tex|sm__warps|smsp__inst|gpu__time|ERR" "$OUT/ncu-$MODE-bp1-p8-${v%%:*}.txt" | cut -c1-200 | head -20
+    done
+    ;;
   v71)
     # v50: lattice bricks two elements deep along z (2x1x2, 1x2x2: the same nodes shared as
     # 2x2x1's, other lines per phase and threads per block), rolled / unrolled, uncapped and
