@@ -598,27 +598,33 @@ impl BpConfig {
         // (fifteenth session, v50, v51: 2x2x1 at cap 12 69.6–69.7 GDOF/s with the offsets
         // in shared memory, as fast as 4x4x2 staged, 69.2–69.8, and 4x4x2's old default
         // with the shared offsets, 67.6–68.0)
-        let (shape, min_blocks, rolled) = match p {
-            3 => ([4, 4, 2], Some(4), false),
-            4 => ([2, 2, 1], Some(12), false),
-            5 => ([2, 2, 1], None, true),
-            6 => ([2, 2, 1], Some(6), false),
+        // (shape, register cap, every element loop rolled, else the rolled phases' mask)
+        let (shape, min_blocks, rolled, rolled_phases) = match p {
+            3 => ([4, 4, 2], Some(4), false, 0),
+            4 => ([2, 2, 1], Some(12), false, 0),
+            5 => ([2, 2, 1], None, true, 0),
+            6 => ([2, 2, 1], Some(6), false, 0),
             // v39 (v56): with its weights prefetched into L2 the lattice passes the
             // one-element kernel at p = 7 (86.3 against 85.4 GDOF/s); not at p = 8 (75.3
             // against 89.0)
             // v48 (v69): with one lattice array the cap 4 (64 registers, no spill) gets its
             // fourth block per SM, 90–91 → 97.9–98.1 GDOF/s
-            7 => ([2, 2, 1], Some(4), false),
+            // v51 (v72): phases 3 or 2-3 rolled cost 2-3.5 % here (no spill to remove)
+            7 => ([2, 2, 1], Some(4), false, 0),
             // v48 (v69): with one lattice array three blocks of 320 threads fit at the cap 3
             // (64 registers, 48 bytes spilled in phase 3): 95.9 GDOF/s against the
             // one-element kernel's 89.2–89.5 and the spill-free cap 2's 88.3–88.7
-            8 => ([2, 2, 1], Some(3), false),
+            // v51 (v72): phases 2 and 3 rolled, the rest unrolled: 4 bytes spilled, not 48,
+            // whose stores went to L2 (ncu38: L2 write sectors 15.1 → 9.4 M, kernel 432 →
+            // 412 µs): 95.9–96.1 → 100.2–101.3 GDOF/s
+            8 => ([2, 2, 1], Some(3), false, 0b00110),
             _ => return None,
         };
         Some(BpConfig {
             min_blocks,
             conflict_free_pitches: true,
             rolled_element_loops: rolled,
+            rolled_phases,
             // v32 (v47, v48): the fill overlapped with the apply, +0.6–1.0 %
             skeleton_zeroing: SkeletonZeroing::Overlapped,
             // v33 (v49, v50): the boundary's offsets kept in shared memory from the gather

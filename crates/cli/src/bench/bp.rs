@@ -227,9 +227,10 @@ pub struct BpArgs {
     /// kernel on a brick-sorted box).
     #[arg(long, value_enum, value_delimiter = ',')]
     kernel: Vec<KernelArg>,
-    /// Lattice kernel (v29): the loops over a line's elements kept rolled (`true`: fewer
-    /// registers) or unrolled (`false`); comma-separated to measure both (default: the
-    /// tuned choice).
+    /// Lattice kernel (v29): the loops over a line's elements kept rolled in every phase
+    /// (`true`: fewer registers) or not (`false`: unrolled but in the phases that
+    /// `--rolled-phases` names, by default the tuned ones); comma-separated to measure both
+    /// (default: the tuned choice).
     #[arg(long, value_delimiter = ',')]
     rolled: Vec<bool>,
     /// Lattice kernel (v51), where `--rolled` is false: the phases (1..5: gather and z,
