@@ -1033,6 +1033,26 @@ case "$MODE" in
     L="bench bp1 --backend cuda --geo stored --kernel lattice --conflict-free true --skeleton-zeroing overlapped --lattice-boundary shared --slot-order ring"
     $L --order 8 --bricks 2x2x1 --min-blocks 2 --geo-prefetch shared --paired-elements false,true
     ;;
+  final23)
+    # the twenty-third session's defaults (v51: p = 8 with phases 2 and 3 rolled) after all
+    # GPU tests: the README's main job, BP1 stored p = 3..8 on the box twice, p = 5 with only
+    # phase 3 rolled against its default again (v72: +1.1 %, one run), p = 8's neighbours
+    # (every phase unrolled, phase 3 only)
+    echo "== README main job"
+    "$BIN/ferrofem" solve --problem poisson --box hex:24x24x24,perturb=0.2 --order 2 --solver pcg --output "$OUT/solution.vtu" 2>&1 | tail -12
+    for rep in 1 2; do bench bp1 --backend cuda --order 3..8 --geo stored; done
+    bench bp1 --backend cuda --order 5 --geo stored --rolled false,true --rolled-phases 3
+    bench bp1 --backend cuda --order 8 --geo stored --rolled-phases none,3,23
+    ;;
+  final23b)
+    # BP1 stored p = 3..8 on the refined plate (refine auto), BP3 and BP3.5 stored on the box
+    # (their kernels unchanged), the hexahedral GPU solves and the plate's
+    PLATE=tests/data/gmsh/plate_hole_hex_v41_binary.msh
+    bench bp1 --backend cuda --order 3..8 --geo stored --mesh $PLATE
+    bench bp3 --backend cuda --order 3..8 --geo stored
+    bench bp3.5 --backend cuda --order 3..8 --geo stored
+    solve_pcg "${HEX_SOLVES[@]}" "--mesh $PLATE --refine 1 --dirichlet outer,hole --order 5"
+    ;;
   final22)
     # the twenty-second session's defaults (v48: one lattice array, p = 7 at the cap 4, the
     # lattice at p = 8) after all GPU tests: the README's main job, BP1 stored p = 3..8 on the
