@@ -136,8 +136,11 @@ fn main() {
             if let Some(d) = args.iter().find_map(|a| a.strip_prefix("rp=")) {
                 cfg.rolled_phases = d
                     .chars()
-                    .map(|c| 1u8 << (c.to_digit(10).expect("rp=DIGITS") - 1))
-                    .sum();
+                    .map(|c| match c.to_digit(10) {
+                        Some(k @ 1..=5) => 1u8 << (k - 1),
+                        _ => panic!("rp=DIGITS: lattice phases 1..5"),
+                    })
+                    .fold(0, |m, b| m | b);
             }
             // v31: the brick walked in this many steps along z (lattice= is the column)
             cfg.lattice_steps = flag(&args, "steps").unwrap_or(1);

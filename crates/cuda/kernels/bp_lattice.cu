@@ -52,8 +52,8 @@
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ORD, LBND, SPLIT, RING, GEOPF, GEOCS, LOOKAHEAD,
-// ONEARR.
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ROLLMASK, ORD, LBND, SPLIT, RING, GEOPF, GEOCS,
+// LOOKAHEAD, ONEARR.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest, or RING's order); the output's first nskel values
 // (the brick boundaries' nodes) are zeroed before the launch, or (ORD 1) in the kernel.
@@ -137,6 +137,9 @@
 // the others keep their unrolled loads in flight
 #ifndef ROLLMASK
 #define ROLLMASK (ROLLED ? 31 : 0)
+#endif
+#if ROLLMASK < 0 || ROLLMASK > 31
+#error "ROLLMASK: bits 0..4, one per phase 1..5"
 #endif
 #define ROLL_1 _Pragma("unroll 1")
 #define ROLL_0 _Pragma("unroll")
