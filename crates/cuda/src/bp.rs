@@ -2578,6 +2578,15 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 f32,
             ));
         }
+        // the tuned lattice walked in the first column shape (v31), uncapped, its weights as
+        // columns take them: the base of the v48 and v51 column variants below
+        let first_column = lattice_columns(p).first().map(|&(column, steps)| BpConfig {
+            bricks: Some(column),
+            lattice_steps: steps,
+            geo_prefetch: t.geo_prefetch.for_columns(),
+            min_blocks: None,
+            ..t
+        });
         // v48: the other lattice array form than the tuned one (two arrays where the default
         // has one, p = 3..8; one at p = 1, 2), both precisions; uncapped, at p = 7's cap 4
         // (the fourth block one array makes room for; p = 8's cap 3 is the default's), and
@@ -2645,15 +2654,11 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 }
             }
         }
-        if let Some(&(column, steps)) = lattice_columns(p).first() {
+        if let Some(c) = first_column {
             v.push((
                 BpConfig {
-                    bricks: Some(column),
-                    lattice_steps: steps,
-                    geo_prefetch: t.geo_prefetch.for_columns(),
-                    min_blocks: None,
                     one_lattice_array: true,
-                    ..t
+                    ..c
                 },
                 p,
                 false,
@@ -2693,16 +2698,12 @@ pub fn tested_configurations() -> Vec<(BpConfig, usize, bool)> {
                 i == 1,
             ));
         }
-        if let Some(&(column, steps)) = lattice_columns(p).first() {
+        if let Some(c) = first_column {
             v.push((
                 BpConfig {
-                    bricks: Some(column),
-                    lattice_steps: steps,
-                    geo_prefetch: t.geo_prefetch.for_columns(),
-                    min_blocks: None,
                     rolled_element_loops: false,
                     rolled_phases: 0b00100,
-                    ..t
+                    ..c
                 },
                 p,
                 false,
