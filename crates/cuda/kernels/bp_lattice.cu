@@ -52,7 +52,7 @@
 // Needs (prepended by the host): the prelude, the constant matrices cBf [Q][N] and cBt
 // [N][Q] with their even-odd parts, bp_common.cuh (LATTICE 1), bp_contract.cuh, bp_fill.cuh.
 // -D: N, Q, BX, BY, BZ (one step's brick), STEPS, NSKB (boundary slots per column),
-// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLED, ROLLMASK, ORD, LBND, SPLIT, RING, GEOPF, GEOCS,
+// THREADS, MINB, EO, ZCHUNK, PZ, PY, ROLLMASK, ORD, LBND, SPLIT, RING, GEOPF, GEOCS,
 // LOOKAHEAD, ONEARR.
 // Arguments as the v2 kernel's: offsets are the brick boundaries' [brick][slot] (slots
 // lexicographic among the boundary positions, x fastest, or RING's order); the output's first nskel values
@@ -126,17 +126,14 @@
 #if LBND == 2 && NSKB > SY_SIZE
 #error "the staged boundary does not fit in sY"
 #endif
-// v29: the loops over a line's elements unrolled (ROLLED 0: the compiler may hoist every
-// element's loads, for more loads in flight and more registers) or kept as loops (ROLLED 1:
-// one element's values live at a time, so tighter register caps stay free of spills)
-#ifndef ROLLED
-#define ROLLED 0
-#endif
-// ROLLMASK (v51): bit k - 1 keeps phase k's element loop rolled (default: every phase's as
-// ROLLED says), so that one phase's loop can be rolled where its unrolled form spills while
-// the others keep their unrolled loads in flight
+// v29, v51: the loops over a line's elements unrolled (the compiler may hoist every
+// element's loads, for more loads in flight and more registers) or kept as loops (one
+// element's values live at a time, so tighter register caps stay free of spills), phase by
+// phase: bit k - 1 of ROLLMASK keeps phase k's loop rolled (31: every phase, the host's
+// `rolled_element_loops`), so that the one phase whose unrolled form spills can be rolled
+// while the others keep their loads in flight
 #ifndef ROLLMASK
-#define ROLLMASK (ROLLED ? 31 : 0)
+#define ROLLMASK 0
 #endif
 #if ROLLMASK < 0 || ROLLMASK > 31
 #error "ROLLMASK: bits 0..4, one per phase 1..5"

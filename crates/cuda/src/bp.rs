@@ -1904,7 +1904,6 @@ pub fn bp_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<BpKernel, GpuErr
             .define("LATTICE", 1)
             .define("PZ", lattice_pitches.map_or(0, |l| l[0]))
             .define("PY", lattice_pitches.map_or(0, |l| l[1]))
-            .define("ROLLED", cfg.rolled_element_loops as u32)
             .define(
                 "ROLLMASK",
                 if cfg.rolled_element_loops {

@@ -106,10 +106,12 @@ fn every_bp_specialisation_compiles_for_sm90() {
                             .collect::<Vec<_>>()
                             .join(" | ");
                         let spilled = spill_store_bytes(&c.log);
-                        // (v48: the p = 8 lattice at the cap 3, BP1's default there, spills 48
-                        // bytes in phase 3 and is still the fastest p = 8 kernel measured, 95.9
-                        // GDOF/s against 88.7 spill-free at the cap 2 (notes/gpu-bp.md, v69);
-                        // its variants at that cap may spill as much, nothing more)
+                        // (the p = 8 lattice at the cap 3, BP1's default there: v48 took it
+                        // spilling 48 bytes in phase 3, the fastest p = 8 kernel measured then,
+                        // 95.9 GDOF/s against 88.7 spill-free at the cap 2 (v69); v51 rolls its
+                        // phases 2 and 3, 4 bytes, 100.2–101.3 GDOF/s (v72). Its variants at
+                        // that cap, every phase unrolled among them, may spill as much as v48's
+                        // measured 48 bytes and a little more, nothing beyond 64)
                         let measured = k.spec.name.contains("_p8_")
                             && k.spec.name.contains("_v26")
                             && k.spec.value("MINB") == Some("3")

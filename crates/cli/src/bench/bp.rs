@@ -938,9 +938,9 @@ fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
     split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
 }
 
-/// `--rolled-phases`: lattice phase digits (`23`) or `none`, as a phase mask.
-/// (The CLI parses it without the `cuda` feature, so the mask is formed here rather than
-/// by `ferrofem_cuda::bp::rolled_phase_mask`, whose form it repeats.)
+/// `--rolled-phases`: lattice phase digits (`23`) or `none`, as the phase mask
+/// `BpConfig::rolled_phases` takes (bit k − 1 for phase k). Parsed here because the CLI
+/// parses its arguments without the `cuda` feature too.
 fn parse_rolled_phases(s: &str) -> Result<u8, String> {
     let bad = || format!("`{s}`: digits of the lattice phases 1..5 (e.g. `3`, `23`) or `none`");
     if s == "none" {
