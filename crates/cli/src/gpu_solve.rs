@@ -11,12 +11,12 @@
 //!   GMRES(30) ([`gmres`]) on the Jacobian-action kernel ([`GpuResidual::jacobian_apply`]).
 //!   See [`nonlinear_gpu`] for the residual, the boundary rows and the preconditioner.
 
-use crate::linear_system::to_real;
+use crate::linear_system::{correction_rhs, to_real};
 use crate::problem::{Coefficient, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::solve::{
-    newton_forcing, newton_outcome, Outcome, ResidualReport, SolveSettings, SolverKind,
-    GMRES_RESTART,
+    accept_accuracy_limit, newton_forcing, newton_outcome, Outcome, ResidualReport, SolveSettings,
+    SolverKind, GMRES_RESTART,
 };
 use crate::PipelineError;
 use ferrofem_base::{CellType, Real};
@@ -27,7 +27,7 @@ use ferrofem_cuda::residual::{Aux, GpuResidual, ResidualConfig};
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::TensorKind;
-use ferrofem_operator::{lift_residual, FormOperator};
+use ferrofem_operator::{add_boundary_values, FormOperator};
 use ferrofem_physics::{Elasticity, NonlinearDiffusion, Physics, Poisson, PoissonVarCoef};
 use ferrofem_solver::{
     cg, gmres, newton_in, pcg, GmresOptions, LinearInfo, NewtonOptions, NonlinearSpace,
@@ -70,20 +70,9 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
         "right-hand side and boundary lifting (CPU)"
     });
     let constrained = &problem.dirichlet_dofs;
-    let g: Vec<T> = to_real(&problem.boundary_values);
-    let mut b = lift_residual(op, constrained, &g)?;
+    // the correction w = u − g̃, zero on the constrained dofs, from w = 0
     let neumann: Vec<T> = to_real(&problem.neumann_load(mesh)?);
-    let mut is_c = vec![false; b.len()];
-    for &d in constrained {
-        is_c[d as usize] = true;
-    }
-    for i in 0..b.len() {
-        if is_c[i] {
-            b[i] = T::zero(); // solve for the correction w = u - g, zero on constrained dofs
-        } else {
-            b[i] += neumann[i];
-        }
-    }
+    let b = correction_rhs(op, problem, &neumann)?;
     let d64: Option<Vec<f64>> = cpu_diagonal.then(|| {
         let mut diag = op.diagonal(&[]);
         for &d in constrained {
@@ -93,6 +82,7 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
     });
     let b64: Vec<f64> = b.iter().map(|x| x.as_f64()).collect();
     let host = t.elapsed().as_secs_f64();
+    let mut warnings = Vec::new();
     let (w, stats, method, build, solve_s) = match T::NAME {
         "f32" => run::<f32>(
             mesh,
@@ -104,6 +94,7 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
             d64.as_deref(),
             progress,
             dev,
+            &mut warnings,
         )?,
         _ => run::<f64>(
             mesh,
@@ -115,29 +106,21 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
             d64.as_deref(),
             progress,
             dev,
+            &mut warnings,
         )?,
     };
     let mut u = w;
-    for &d in constrained {
-        u[d as usize] = problem.boundary_values[d as usize];
-    }
+    add_boundary_values(&mut u, constrained, &problem.boundary_values)?;
     Ok(Outcome {
         u,
         method,
         iterations: stats.iterations,
         newton: None,
-        residual: ResidualReport {
-            initial: stats.initial_residual,
-            last: stats.final_residual,
-            relative: if stats.rhs_norm > 0.0 {
-                stats.final_residual / stats.rhs_norm
-            } else {
-                0.0
-            },
-        },
+        residual: ResidualReport::of_krylov(&stats),
         setup: 0.0,
         assembly: host + build,
         solve: solve_s,
+        warnings,
     })
 }
 
@@ -167,6 +150,7 @@ fn run<G: GpuReal>(
     diag: Option<&[f64]>,
     progress: &Progress,
     dev: &Arc<GpuDevice>,
+    warnings: &mut Vec<String>,
 ) -> Result<GpuRun, PipelineError> {
     let t = Instant::now();
     progress.stage(if needs_jacobi(solver) && uses_bp_kernel(mesh, problem) {
@@ -326,6 +310,7 @@ fn run<G: GpuReal>(
         b: &DeviceVec<G>,
         x: &mut DeviceVec<G>,
         opts: &SolveOptions,
+        warnings: &mut Vec<String>,
     ) -> Result<ferrofem_solver::SolveStats, PipelineError> {
         let c = Constrained::new(op, blas, dofs, s).map_err(ge)?;
         let jacobi = |diag: Option<DeviceVec<G>>| {
@@ -334,10 +319,10 @@ fn run<G: GpuReal>(
             })?;
             GpuKrylov::with_jacobi_device(&c, blas, d).map_err(ge)
         };
-        let stats = match solver {
+        let result = match solver {
             SolverKind::Pcg => {
                 let space = jacobi(diag)?;
-                pcg(&space, b, x, opts)?
+                pcg(&space, b, x, opts)
             }
             SolverKind::Gmres => {
                 let space = jacobi(diag)?;
@@ -345,18 +330,22 @@ fn run<G: GpuReal>(
                     restart: GMRES_RESTART,
                     ..GmresOptions::default()
                 };
-                gmres(&space, b, x, opts, &g)?
+                gmres(&space, b, x, opts, &g)
             }
             _ => {
                 let space = GpuKrylov::new(&c, blas);
-                cg(&space, b, x, opts)?
+                cg(&space, b, x, opts)
             }
         };
-        Ok(stats)
+        Ok(accept_accuracy_limit(result, warnings)?)
     }
     let stats = match &gop {
-        Op::Bp(op) => krylov(op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts)?,
-        Op::Res(op) => krylov(op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts)?,
+        Op::Bp(op) => krylov(
+            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+        )?,
+        Op::Res(op) => krylov(
+            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+        )?,
     };
     dev.synchronize().map_err(ge)?;
     let solve_s = t.elapsed().as_secs_f64();

@@ -20,7 +20,7 @@ use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy, CONSTRAINED};
 use ferrofem_base::{CsrMatrix, Real};
 use ferrofem_io::{write_csr, write_vector, CsvValue, CsvWriter};
 use ferrofem_mesh::Mesh;
-use ferrofem_operator::{ElementMatrices, FormOperator};
+use ferrofem_operator::{lift_residual, ElementMatrices, FormOperator};
 use ferrofem_physics::Physics;
 use serde::Serialize;
 use std::path::Path;
@@ -59,6 +59,24 @@ pub(crate) fn full_residual<T: Real, P: Physics<T>>(
     for (o, &n) in out.iter_mut().zip(neumann) {
         *o -= n;
     }
+}
+
+/// The right-hand side of the matrix-free solve for the correction `w = u − g̃` (CPU and
+/// GPU): the boundary values lifted into the free rows with one residual evaluation
+/// (`−r(g̃)_f`, [`lift_residual`]) plus the natural-boundary load `neumann` there, and zero
+/// on the constrained rows (so its norm is that of the free equations alone).
+pub(crate) fn correction_rhs<T: Real, P: Physics<T>>(
+    op: &FormOperator<T, P>,
+    problem: &Problem,
+    neumann: &[T],
+) -> Result<Vec<T>, PipelineError> {
+    let g: Vec<T> = to_real(&problem.boundary_values);
+    let mut b = lift_residual(op, &problem.dirichlet_dofs, &g)?;
+    let map = DofMap::new(problem.num_dofs(), &problem.dirichlet_dofs)?;
+    for &d in map.free() {
+        b[d as usize] += neumann[d as usize];
+    }
+    Ok(b)
 }
 
 /// Converts an f64 slice to `T`.

@@ -33,6 +33,18 @@ pub enum PipelineError {
         /// The boundaries the mesh does have, in words.
         available: String,
     },
+    /// The built-in manufactured solution (or its gradient) exceeds 1e150 in magnitude (or
+    /// is not finite) at a node of the mesh, so norms of it would overflow: it is given in
+    /// physical coordinates for domains of order one, and grows like `exp(z/2)` in 3-D.
+    #[error(
+        "the manufactured solution overflows on this mesh: it (or its gradient) is {value:e} at the node at ({at}), beyond 1e150; the built-in problems are meant for domains of order one (their solution grows like exp(z/2) in 3-D)"
+    )]
+    UnrepresentableSolution {
+        /// The offending value.
+        value: f64,
+        /// The node's coordinates, in words.
+        at: String,
+    },
     /// A combination of options the pipeline does not support, explained.
     #[error("{0}")]
     Unsupported(String),

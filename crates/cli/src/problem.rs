@@ -172,6 +172,34 @@ pub struct Problem {
     pub boundary_values: Vec<f64>,
 }
 
+/// Largest magnitude of the manufactured solution and its gradient at a node: squares and
+/// sums of squares of such values (norms, energies) stay finite in f64.
+const REPRESENTABLE: f64 = 1e150;
+
+/// Refuses a mesh on which the manufactured solution or its gradient overflows at a node
+/// (every later quantity would be NaN or infinite).
+fn check_representable(m: &Manufactured, space: &H1Space) -> Result<(), PipelineError> {
+    let (nc, d) = (m.ncomp(), space.dim());
+    let (mut val, mut grad) = ([0.0; 3], [0.0; 9]);
+    for node in 0..space.num_nodes() {
+        let x = space.node_coord(node);
+        m.exact(x, &mut val[..nc]);
+        m.exact_grad(x, &mut grad[..nc * d]);
+        if let Some(&value) = val[..nc]
+            .iter()
+            .chain(&grad[..nc * d])
+            .find(|v| !(v.abs() <= REPRESENTABLE))
+        {
+            let at: Vec<String> = x.iter().map(|c| format!("{c:e}")).collect();
+            return Err(PipelineError::UnrepresentableSolution {
+                value,
+                at: at.join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Something to do with the [`FormOperator`] of a problem, generic over its physics type.
 pub trait FormVisitor<T: Real> {
     /// What the visit produces.
@@ -211,6 +239,7 @@ impl Problem {
         };
         let dirichlet_dofs = space.node_dofs(&nodes, None);
         let nc = space.ncomp();
+        check_representable(&manufactured, &space)?;
         let mut boundary_values = vec![0.0; space.num_dofs()];
         let mut val = [0.0; 3];
         for &n in &nodes {

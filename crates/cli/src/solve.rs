@@ -6,9 +6,14 @@
 //!   symmetric problems).
 //! - Linear problems, `--solver cg|pcg`: matrix-free. The form's Jacobian action
 //!   ([`FormOperator::linearize`]) with the Dirichlet rows replaced by the identity
-//!   ([`ConstrainedOperator`]), the boundary values lifted into the right-hand side
-//!   ([`lift_residual`]), the natural-boundary load added on the free dofs, and for PCG the
-//!   Jacobi preconditioner from [`FormOperator::diagonal`].
+//!   ([`ConstrainedOperator`]), solved for the correction `w = u − g̃` from `w = 0`: the
+//!   boundary values lifted into the right-hand side of the free rows, zero on the
+//!   constrained ones ([`correction_rhs`]), so that the relative stopping test measures the
+//!   free equations alone, whatever the problem's scale; for PCG the Jacobi preconditioner
+//!   from [`FormOperator::diagonal`]. The reported residual is recomputed from the returned
+//!   solution; a tolerance below the precision's rounding level is warned of up front, and
+//!   a solve that stops at that level ([`SolverError::AccuracyLimit`]) returns its iterate
+//!   with a warning that gives the true residual.
 //! - Linear problems, `--solver gmres`: the same matrix-free system, solved by
 //!   Jacobi-preconditioned GMRES(30) (it needs no symmetry, so it is the check on CG).
 //! - The nonlinear problem: Newton with line search ([`newton`]) on the full residual with
@@ -21,7 +26,9 @@
 //!   are refused: the Jacobian's `g2 = 2u∇u` block makes it nonsymmetric, so CG's
 //!   convergence theory does not apply.
 
-use crate::linear_system::{assemble_system_of, full_residual, to_f64, to_real, BcMode};
+use crate::linear_system::{
+    assemble_system_of, correction_rhs, full_residual, to_f64, to_real, BcMode,
+};
 use crate::pipeline_error::PipelineError;
 use crate::problem::{FormVisitor, Problem, ProblemKind, ProblemOptions};
 use crate::progress::Progress;
@@ -30,7 +37,7 @@ use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
 use ferrofem_base::{LinearOperator, Real};
 use ferrofem_io::{write_space_vtu, Encoding};
 use ferrofem_mesh::Mesh;
-use ferrofem_operator::{errors, lift_residual, ConstrainedOperator, FormOperator};
+use ferrofem_operator::{add_boundary_values, errors, ConstrainedOperator, FormOperator};
 use ferrofem_physics::Physics;
 use ferrofem_solver::{
     cg, gmres, newton, pcg, CpuSpace, DirectFactorization, DirectKind, GmresOptions, LinearInfo,
@@ -182,16 +189,75 @@ pub struct ErrorReport {
     pub h1_rel: f64,
 }
 
-/// Residual norms of the solve (2-norms of the system solved).
+/// Residual norms of the solve (2-norms of the system solved: the free equations; the
+/// Dirichlet rows are satisfied exactly).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ResidualReport {
-    /// Before the first iteration (`‖b‖` for a direct solve).
+    /// Before the first iteration (`‖b‖` of the free equations; `‖F(u₀)‖` for Newton).
     pub initial: f64,
-    /// At the end (`‖b − Ax‖` for a direct solve, the CG recurrence residual, or `‖F(u)‖`).
+    /// At the end, recomputed from the returned solution: `‖b − Ax‖` (direct and Krylov
+    /// solves) or `‖F(u)‖` (Newton), never a recurrence's estimate.
     #[serde(rename = "final")]
     pub last: f64,
-    /// `last / initial`.
+    /// `last / initial`: the quantity the relative tolerance bounds.
     pub relative: f64,
+    /// The residual the Krylov method's recurrence (CG) or least-squares problem (GMRES)
+    /// held at the end, which drifts from `last` by rounding (Krylov solves only).
+    pub recursive: Option<f64>,
+}
+
+impl ResidualReport {
+    /// The report of a Krylov solve's statistics.
+    pub(crate) fn of_krylov(stats: &SolveStats) -> ResidualReport {
+        ResidualReport {
+            initial: stats.initial_residual,
+            last: stats.final_residual,
+            relative: ratio(stats.final_residual, stats.rhs_norm),
+            recursive: Some(stats.recursive_residual),
+        }
+    }
+}
+
+/// How many unit roundoffs of the working precision the relative tolerance must at least
+/// be to be attainable at all (the residual of a computed `A x` carries rounding of that
+/// order times the condition of the sums); tighter requests get a warning up front.
+const ATTAINABLE_ROUNDOFFS: f64 = 10.0;
+
+/// The warning for a relative tolerance below what precision `T` can resolve, if it is.
+pub(crate) fn tolerance_warning<T: Real>(rtol: f64) -> Option<String> {
+    let floor = ATTAINABLE_ROUNDOFFS * T::EPS;
+    (rtol < floor).then(|| {
+        format!(
+            "--rtol {rtol:e} is below what {} arithmetic can resolve (about {floor:.1e}); the \
+             solve may stop at its rounding level instead",
+            T::NAME
+        )
+    })
+}
+
+/// A Krylov solve's result with the rounding floor taken as an answer: the iterate of a
+/// solve that stopped at [`SolverError::AccuracyLimit`] is the best the precision gives,
+/// so it is returned with a warning that gives its true residual; every other error stays.
+pub(crate) fn accept_accuracy_limit(
+    result: Result<SolveStats, SolverError>,
+    warnings: &mut Vec<String>,
+) -> Result<SolveStats, SolverError> {
+    match result {
+        Err(SolverError::AccuracyLimit(stats)) => {
+            warnings.push(format!(
+                "the tolerance was not reached: the solver's recursive residual {:.2e} met the \
+                 target {:.2e}, but the true residual of the solution is {:.2e} (relative \
+                 {:.2e}) and restarting from it did not reduce it: this is the rounding level \
+                 of the arithmetic; raise --rtol or use --precision f64",
+                stats.recursive_residual,
+                stats.target,
+                stats.final_residual,
+                stats.relative_residual()
+            ));
+            Ok(*stats)
+        }
+        other => other,
+    }
 }
 
 /// What Newton's method did.
@@ -289,6 +355,9 @@ pub struct SolveReport {
     pub timings: Timings,
     /// Errors against the manufactured solution.
     pub errors: ErrorReport,
+    /// What the user should know about the result (a tolerance below the precision's
+    /// rounding level, a solve that stopped there).
+    pub warnings: Vec<String>,
 }
 
 /// A solved problem.
@@ -379,6 +448,7 @@ pub fn solve(
             h1: e.h1_semi,
             h1_rel: e.h1_rel,
         },
+        warnings: outcome.warnings,
     };
     Ok(Solution {
         problem,
@@ -418,6 +488,7 @@ pub(crate) struct Outcome {
     pub(crate) setup: f64,
     pub(crate) assembly: f64,
     pub(crate) solve: f64,
+    pub(crate) warnings: Vec<String>,
 }
 
 struct SolveVisitor<'a> {
@@ -433,11 +504,27 @@ impl<T: Real> FormVisitor<T> for SolveVisitor<'_> {
     type Output = Outcome;
     fn visit<P: Physics<T>>(self, op: FormOperator<T, P>) -> Result<Outcome, PipelineError> {
         let setup = self.start.elapsed().as_secs_f64();
+        let warning = (self.solver != SolverKind::Direct || !self.problem.is_linear())
+            .then(|| tolerance_warning::<T>(self.settings.rtol()))
+            .flatten();
+        let mut out = self.solve_with(op)?;
+        out.setup = setup;
+        out.warnings.splice(0..0, warning);
+        Ok(out)
+    }
+}
+
+impl SolveVisitor<'_> {
+    /// The solve on the chosen backend, solver and problem kind.
+    fn solve_with<T: Real, P: Physics<T>>(
+        &self,
+        op: FormOperator<T, P>,
+    ) -> Result<Outcome, PipelineError> {
         #[cfg(feature = "cuda")]
         if let Some(dev) = &self.settings.device {
             let (mesh, problem, settings, solver) =
                 (self.mesh, self.problem, self.settings, self.solver);
-            let mut out = if problem.is_linear() {
+            return if problem.is_linear() {
                 crate::gpu_solve::linear_gpu(
                     mesh,
                     problem,
@@ -446,7 +533,7 @@ impl<T: Real> FormVisitor<T> for SolveVisitor<'_> {
                     &op,
                     self.progress,
                     dev,
-                )?
+                )
             } else {
                 crate::gpu_solve::nonlinear_gpu(
                     mesh,
@@ -456,28 +543,22 @@ impl<T: Real> FormVisitor<T> for SolveVisitor<'_> {
                     &op,
                     self.progress,
                     dev,
-                )?
+                )
             };
-            out.setup = setup;
-            return Ok(out);
         }
-        let mut out = if !self.problem.is_linear() {
+        if !self.problem.is_linear() {
             if self.solver == SolverKind::Gmres {
-                self.newton_gmres(&op)?
+                self.newton_gmres(&op)
             } else {
-                self.newton_direct(&op)?
+                self.newton_direct(&op)
             }
         } else if self.solver == SolverKind::Direct {
-            self.linear_direct(&op)?
+            self.linear_direct(&op)
         } else {
-            self.linear_matrix_free(&op)?
-        };
-        out.setup = setup;
-        Ok(out)
+            self.linear_matrix_free(&op)
+        }
     }
-}
 
-impl SolveVisitor<'_> {
     fn neumann<T: Real>(&self) -> Result<Vec<T>, PipelineError> {
         Ok(to_real(&self.problem.neumann_load(self.mesh)?))
     }
@@ -537,10 +618,12 @@ impl SolveVisitor<'_> {
                 initial: b_norm,
                 last: r_norm,
                 relative: ratio(r_norm, b_norm),
+                recursive: None,
             },
             setup: 0.0,
             assembly,
             solve,
+            warnings: Vec::new(),
         })
     }
 
@@ -552,13 +635,7 @@ impl SolveVisitor<'_> {
         let t = Instant::now();
         self.progress.stage("right-hand side and boundary lifting");
         let constrained = &self.problem.dirichlet_dofs;
-        let g: Vec<T> = to_real(&self.problem.boundary_values);
-        let mut b = lift_residual(op, constrained, &g)?;
-        let neumann = self.neumann::<T>()?;
-        let map = DofMap::new(self.problem.num_dofs(), constrained)?;
-        for &d in map.free() {
-            b[d as usize] += neumann[d as usize];
-        }
+        let b = correction_rhs(op, self.problem, &self.neumann::<T>()?)?;
         let cop = ConstrainedOperator::new(op.linearize(&[]), constrained)?;
         let label = self.solver.name();
         let counted = Counted {
@@ -582,8 +659,9 @@ impl SolveVisitor<'_> {
             max_iter: self.settings.max_iter,
             ..KrylovOptions::default()
         };
-        let mut x = g;
-        let stats: SolveStats = match self.solver {
+        // the correction w = u − g̃ from w = 0: the constrained rows carry no right-hand side
+        let mut x = vec![T::zero(); b.len()];
+        let result = match self.solver {
             SolverKind::Gmres => gmres(
                 &space,
                 &b,
@@ -593,13 +671,17 @@ impl SolveVisitor<'_> {
                     restart: GMRES_RESTART,
                     ..GmresOptions::default()
                 },
-            )?,
-            SolverKind::Pcg => pcg(&space, &b, &mut x, &opts)?,
-            _ => cg(&space, &b, &mut x, &opts)?,
+            ),
+            SolverKind::Pcg => pcg(&space, &b, &mut x, &opts),
+            _ => cg(&space, &b, &mut x, &opts),
         };
+        let mut warnings = Vec::new();
+        let stats = accept_accuracy_limit(result, &mut warnings)?;
         let solve = t.elapsed().as_secs_f64();
+        let mut u = to_f64(&x);
+        add_boundary_values(&mut u, constrained, &self.problem.boundary_values)?;
         Ok(Outcome {
-            u: to_f64(&x),
+            u,
             method: format!(
                 "matrix-free Jacobian action, {}{}",
                 if preconditioned {
@@ -615,14 +697,11 @@ impl SolveVisitor<'_> {
             ),
             iterations: stats.iterations,
             newton: None,
-            residual: ResidualReport {
-                initial: stats.initial_residual,
-                last: stats.final_residual,
-                relative: ratio(stats.final_residual, stats.rhs_norm),
-            },
+            residual: ResidualReport::of_krylov(&stats),
             setup: 0.0,
             assembly,
             solve,
+            warnings,
         })
     }
 
@@ -743,10 +822,12 @@ pub(crate) fn newton_outcome(
             initial: first,
             last,
             relative: ratio(last, first),
+            recursive: None,
         },
         setup: 0.0,
         assembly: assembly.as_secs_f64(),
         solve: solve.as_secs_f64(),
+        warnings: Vec::new(),
     }
 }
 

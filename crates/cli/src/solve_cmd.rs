@@ -139,6 +139,10 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
     let output = a.output.as_ref().map(|p| p.display().to_string());
     let mut out = std::io::stdout().lock();
     if a.json {
+        // the record lists the warnings; stderr shows them to a person too
+        for warning in &r.warnings {
+            eprintln!("warning: {warning}");
+        }
         let rec = Record {
             mesh: &info.origin,
             backend,
@@ -177,7 +181,11 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
     if r.iterations > 0 {
         write!(out, ", {} iterations", r.iterations)?;
     }
-    writeln!(out, ", relative residual {:.2e}", r.residual.relative)?;
+    writeln!(
+        out,
+        ", relative residual {:.2e} (recomputed from the solution)",
+        r.residual.relative
+    )?;
     if let Some(nw) = &r.newton {
         let hist: Vec<String> = nw
             .residual_history
@@ -209,6 +217,9 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         "error      L2 {:.4e} (relative {:.3e}), H1-seminorm {:.4e} (relative {:.3e})",
         r.errors.l2, r.errors.l2_rel, r.errors.h1, r.errors.h1_rel
     )?;
+    for warning in &r.warnings {
+        writeln!(out, "warning    {warning}")?;
+    }
     let t = &r.timings;
     writeln!(
         out,

@@ -3,7 +3,11 @@
 //! - Dirichlet: [`ConstrainedOperator`] applies `A` on the free dofs and the identity on
 //!   the constrained ones, `[A_ff 0; 0 I]`, so a Krylov method works on the full vector;
 //!   [`lift_rhs`] (or [`lift_residual`] for a [`FormOperator`]) moves the known boundary
-//!   values to the right-hand side: `b_f = F_f − (A g)_f`, `b_c = g_c`.
+//!   values to the right-hand side of the correction `w = u − g̃`: `b_f = F_f − (A g̃)_f`,
+//!   `b_c = 0`. The constrained rows carry no right-hand side, so a Krylov stopping test
+//!   relative to `‖b‖` measures the free equations alone, whatever the size of the
+//!   boundary values next to the operator's scale (a small coefficient, a micro-scale
+//!   domain): the test is invariant to scaling the problem.
 //! - Neumann: [`neumann_rhs`] integrates `∫_Γ φ · g_N(x, n)` over boundary facets.
 
 use crate::{FormError, FormOperator};
@@ -107,10 +111,11 @@ impl<T: Real, A: LinearOperator<T>> LinearOperator<T> for ConstrainedOperator<T,
     }
 }
 
-/// The right-hand side of the constrained system for Dirichlet values `g` (a full
-/// vector; only its constrained entries are read): `b = f − A g̃` with `g̃ = g` on `dofs`
-/// and zero elsewhere, then `b_c = g_c`. Solving `ConstrainedOperator(A) u = b` gives
-/// `u_c = g_c` and `A_ff u_f = f_f − A_fc g_c`.
+/// The right-hand side of the constrained system for the correction `w = u − g̃`, with
+/// Dirichlet values `g` (a full vector; only its constrained entries are read) and
+/// `g̃ = g` on `dofs`, zero elsewhere: `b_f = f_f − (A g̃)_f`, `b_c = 0`. Solving
+/// `ConstrainedOperator(A) w = b` from `w = 0` gives `w_c = 0` and
+/// `A_ff w_f = f_f − A_fc g_c`; the solution is `u = g̃ + w` (see [`add_boundary_values`]).
 pub fn lift_rhs<T: Real, A: LinearOperator<T>>(
     op: &A,
     dofs: &[u32],
@@ -145,12 +150,34 @@ pub fn lift_rhs<T: Real, A: LinearOperator<T>>(
         .zip(f)
         .zip(&gt)
         .zip(&mask)
-        .for_each(|(((b, &f), &g), &m)| *b = if m { g } else { f - *b });
+        .for_each(|(((b, &f), _), &m)| *b = if m { T::zero() } else { f - *b });
     Ok(b)
 }
 
+/// `u ← w + g̃`: the solution from the correction `w` of [`lift_rhs`] or
+/// [`lift_residual`], with the boundary values `g` set on `dofs` (where `w` is zero).
+pub fn add_boundary_values<T: Real>(w: &mut [T], dofs: &[u32], g: &[T]) -> Result<(), FormError> {
+    let n = w.len();
+    if g.len() != n {
+        return Err(FormError::VectorLength {
+            what: "g",
+            got: g.len(),
+            expected: n,
+        });
+    }
+    for &d in dofs {
+        let d = d as usize;
+        if d >= n {
+            return Err(FormError::DofOutOfRange { dof: d as u32, n });
+        }
+        w[d] = g[d];
+    }
+    Ok(())
+}
+
 /// [`lift_rhs`] for a form whose residual is affine, `r(u) = K u − F`: `b_f = −r(g̃)_f`,
-/// `b_c = g_c`, in one residual evaluation.
+/// `b_c = 0` (the right-hand side of the correction `w = u − g̃`), in one residual
+/// evaluation.
 pub fn lift_residual<T: Real, P: Physics<T>>(
     op: &FormOperator<T, P>,
     dofs: &[u32],
@@ -172,8 +199,8 @@ pub fn lift_residual<T: Real, P: Physics<T>>(
         .collect();
     let mut b = vec![T::zero(); n];
     op.residual(&gt, &mut b);
-    for ((b, &g), &m) in b.iter_mut().zip(&gt).zip(&mask) {
-        *b = if m { g } else { -*b };
+    for (b, &m) in b.iter_mut().zip(&mask) {
+        *b = if m { T::zero() } else { -*b };
     }
     Ok(b)
 }

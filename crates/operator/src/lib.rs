@@ -11,7 +11,9 @@ mod form;
 mod norms;
 pub mod tensor;
 
-pub use boundary::{lift_residual, lift_rhs, neumann_rhs, ConstrainedOperator};
+pub use boundary::{
+    add_boundary_values, lift_residual, lift_rhs, neumann_rhs, ConstrainedOperator,
+};
 pub use element_matrix::ElementMatrices;
 pub use form::{
     Accumulation, AuxField, AuxLayout, FormError, FormOperator, FormOptions, Linearized,

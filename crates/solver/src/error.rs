@@ -114,6 +114,15 @@ pub enum SolverError {
         .0.iterations, .0.final_residual, .0.relative_residual(), .0.target
     )]
     NotConverged(Box<SolveStats>),
+    /// The method's own residual met the target, but the true residual `‖b − A x‖` of the
+    /// iterate stayed above it and a restart from it did not reduce it: the tolerance is
+    /// below what the arithmetic can resolve for this system. The statistics (with the
+    /// true residual reached) are kept and the iterate is left in the solution vector.
+    #[error(
+        "tolerance below the rounding level: after {} iterations the true residual is {:e} (relative {:e}) against the target {:e}, and a restart from it did not reduce it; raise the tolerance or use higher precision",
+        .0.iterations, .0.final_residual, .0.relative_residual(), .0.target
+    )]
+    AccuracyLimit(Box<SolveStats>),
     /// An input of a direct solve (matrix entry or right-hand side) is NaN or infinite.
     #[error("NaN or Inf in {what} at entry {index}")]
     NonFiniteInput {

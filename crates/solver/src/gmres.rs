@@ -15,7 +15,10 @@
 //! compare. Within a cycle the test uses the least-squares residual; at the end of every
 //! cycle (and before reporting convergence) the true residual `b − A x` is recomputed, and
 //! a cycle whose estimate met the target but whose true residual does not is followed by
-//! another cycle.
+//! another cycle. When two cycles in a row end with their own residual well below the
+//! true one and fail to halve the true residual, it sits at the rounding floor of the
+//! precision and the solve stops with [`SolverError::AccuracyLimit`]. [`SolveStats::final_residual`] is always the recomputed
+//! residual of the returned iterate.
 //!
 //! **Orthogonalisation.** Modified Gram–Schmidt, one pass by default: MGS-GMRES is
 //! backward stable (the basis loses orthogonality only once the residual has reached the
@@ -40,7 +43,7 @@
 
 use ferrofem_base::Real;
 
-use crate::krylov::{begin_solve, finite};
+use crate::krylov::{begin_solve, finite, stop_reason};
 use crate::{KrylovSpace, SolveOptions, SolveStats, SolverError, StopReason};
 
 /// The GMRES-specific settings (the tolerances and limits are [`SolveOptions`]).
@@ -173,15 +176,7 @@ pub fn gmres<T: Real, S: KrylovSpace<T>>(
     }
     let rhs_norm = stats.rhs_norm;
     let zero = space.zeros()?;
-    let stop_reason = |rnorm: f64| -> Option<StopReason> {
-        if rnorm <= opts.rtol * rhs_norm {
-            Some(StopReason::RelativeTolerance)
-        } else if rnorm <= opts.atol {
-            Some(StopReason::AbsoluteTolerance)
-        } else {
-            None
-        }
-    };
+    let stop_reason = |rnorm: f64| stop_reason(opts, rhs_norm, rnorm);
 
     let m = gopts.restart.min(space.dim().max(1));
     // The basis grows on demand (a solve that converges in a few steps allocates a few).
@@ -202,6 +197,10 @@ pub fn gmres<T: Real, S: KrylovSpace<T>>(
     let mut beta = true_residual(space, b, x, &mut basis[0], 0)?;
     stats.initial_residual = beta;
     stats.final_residual = beta;
+    stats.recursive_residual = beta;
+    // the true residual after the last cycle whose estimate met the target but whose true
+    // residual did not, to tell progress from the rounding floor
+    let mut floor_at: Option<f64> = None;
     if opts.record_history {
         stats.history.push(beta);
     }
@@ -272,6 +271,7 @@ pub fn gmres<T: Real, S: KrylovSpace<T>>(
             steps = j + 1;
             stats.iterations = k;
             stats.final_residual = estimate;
+            stats.recursive_residual = estimate;
             if opts.record_history {
                 stats.history.push(estimate);
             }
@@ -316,7 +316,20 @@ pub fn gmres<T: Real, S: KrylovSpace<T>>(
                 *last = beta;
             }
         }
-        if stop_reason(beta).is_none() && k < opts.max_iter && beta >= previous * (1.0 - T::EPS) {
+        // A cycle whose own residual fell well below the true one was misled by rounding:
+        // two such cycles in a row that do not halve the true residual show the floor of
+        // the precision. A cycle that did not even believe in progress has stagnated.
+        let misled = stop_reason(beta).is_none() && estimate < 0.5 * beta;
+        if misled {
+            if floor_at.is_some_and(|before| beta > 0.5 * before) {
+                stats.reason = StopReason::AccuracyLimit;
+                return Err(SolverError::AccuracyLimit(Box::new(stats)));
+            }
+            floor_at = Some(beta);
+        } else if stop_reason(beta).is_none()
+            && k < opts.max_iter
+            && beta >= previous * (1.0 - T::EPS)
+        {
             return Err(SolverError::Stagnated {
                 iteration: k,
                 residual: beta,

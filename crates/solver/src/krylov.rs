@@ -1,16 +1,30 @@
 //! Conjugate gradients, plain and preconditioned, written once against [`KrylovSpace`].
 //!
 //! **Stopping test.** Both methods stop on the *unpreconditioned* residual 2-norm:
-//! `‖b − A x‖₂ <= max(rtol · ‖b‖₂, atol)`, with the residual taken from the CG recurrence.
-//! Using the true residual norm in PCG too (one extra dot product per iteration) makes the
-//! tolerance mean the same thing whatever the preconditioner, so CG and PCG runs compare.
+//! `‖b − A x‖₂ <= max(rtol · ‖b‖₂, atol)`. Using the true residual norm in PCG too (one
+//! extra dot product per iteration) makes the tolerance mean the same thing whatever the
+//! preconditioner, so CG and PCG runs compare. The test is relative to `‖b‖`, so it is
+//! invariant to the scale of the problem only when `b` holds nothing but equations of the
+//! operator: a system with eliminated (Dirichlet) rows is posed for the correction with a
+//! zero right-hand side on those rows (`ferrofem_operator::lift_rhs`), never with the
+//! boundary values there, which do not scale with the operator.
+//!
+//! **What is reported is verified.** The recurrence's residual drifts from the true one by
+//! rounding (in f32 by orders of magnitude near a tight tolerance). When the recurrence
+//! meets the target, the true residual `b − A x` is recomputed (one more operator
+//! application); convergence is reported only when it meets the target too, and
+//! [`SolveStats::final_residual`] is always that recomputed value. When it does not, it
+//! replaces the recursive residual and CG restarts from it; a restart that does not halve
+//! it shows the rounding floor of the precision, and the solve stops with
+//! [`SolverError::AccuracyLimit`] (the iterate is left in `x`).
 //!
 //! **Failures** are typed errors that stop the iteration at once: NaN/Inf in the residual
 //! or in `pᵀAp` ([`SolverError::NonFinite`], with the iteration), non-positive curvature
 //! ([`SolverError::NotPositiveDefinite`]), growth of the residual beyond
-//! `divergence_factor` × the initial one ([`SolverError::Diverged`]), and the iteration
-//! limit ([`SolverError::NotConverged`], which carries the full [`SolveStats`]; the last
-//! iterate is left in `x`). A successful return therefore always means converged.
+//! `divergence_factor` × the initial one ([`SolverError::Diverged`]), the rounding floor
+//! ([`SolverError::AccuracyLimit`]) and the iteration limit ([`SolverError::NotConverged`],
+//! which carries the full [`SolveStats`]; the last iterate is left in `x`). A successful
+//! return therefore always means converged.
 //!
 //! Iterations are numbered from 1; iteration 0 is the set-up (`r₀ = b − A x₀`, which
 //! always costs one operator application). When `b = 0` the solve returns `x = 0` at once.
@@ -22,7 +36,7 @@ use crate::{KrylovSpace, SolverError};
 /// Tolerances and limits of a Krylov solve.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SolveOptions {
-    /// Relative tolerance on `‖r‖₂ / ‖b‖₂`.
+    /// Relative tolerance on `‖r‖₂ / ‖b‖₂`, in `[0, 1)`.
     pub rtol: f64,
     /// Absolute tolerance on `‖r‖₂` (the solve stops when either is met).
     pub atol: f64,
@@ -47,11 +61,13 @@ impl Default for SolveOptions {
 }
 
 impl SolveOptions {
-    /// Checks that the tolerances are non-negative numbers and the divergence factor > 1.
+    /// Checks that `rtol` lies in `[0, 1)`, `atol` is a non-negative number, one of them
+    /// is positive (else no residual could ever stop the solve), and the divergence factor
+    /// exceeds 1.
     pub fn validate(&self) -> Result<(), SolverError> {
-        if !(self.rtol >= 0.0 && self.rtol.is_finite()) {
+        if !(0.0..1.0).contains(&self.rtol) {
             return Err(SolverError::InvalidOptions(format!(
-                "rtol must be a non-negative number, got {}",
+                "rtol must lie in [0, 1), got {}",
                 self.rtol
             )));
         }
@@ -60,6 +76,11 @@ impl SolveOptions {
                 "atol must be a non-negative number, got {}",
                 self.atol
             )));
+        }
+        if self.rtol == 0.0 && self.atol == 0.0 {
+            return Err(SolverError::InvalidOptions(
+                "rtol and atol are both zero: no residual would stop the solve".into(),
+            ));
         }
         if self.divergence_factor.is_nan() || self.divergence_factor <= 1.0 {
             return Err(SolverError::InvalidOptions(format!(
@@ -82,6 +103,9 @@ pub enum StopReason {
     ZeroRhs,
     /// The iteration limit was reached (only inside [`SolverError::NotConverged`]).
     MaxIterations,
+    /// The recurrence met the target, but the true residual stayed above it at the
+    /// rounding level of the arithmetic (only inside [`SolverError::AccuracyLimit`]).
+    AccuracyLimit,
 }
 
 /// What a Krylov solve did.
@@ -93,8 +117,11 @@ pub struct SolveStats {
     pub converged: bool,
     /// `‖b − A x₀‖₂`.
     pub initial_residual: f64,
-    /// `‖r‖₂` at the end (CG: from the recurrence; GMRES: recomputed as `b − A x`).
+    /// `‖b − A x‖₂` of the returned `x`, recomputed from it (not the recurrence's value).
     pub final_residual: f64,
+    /// The residual norm the method's recurrence (CG) or least-squares problem (GMRES)
+    /// held at the end; it drifts from [`SolveStats::final_residual`] by rounding.
+    pub recursive_residual: f64,
     /// `‖b‖₂`.
     pub rhs_norm: f64,
     /// The absolute residual the solve aimed for: `max(rtol · ‖b‖, atol)`.
@@ -174,6 +201,7 @@ pub(crate) fn begin_solve<T: Real, S: KrylovSpace<T>>(
         converged: false,
         initial_residual: 0.0,
         final_residual: 0.0,
+        recursive_residual: 0.0,
         rhs_norm,
         target: (opts.rtol * rhs_norm).max(opts.atol),
         history: Vec::new(),
@@ -191,7 +219,52 @@ pub(crate) fn begin_solve<T: Real, S: KrylovSpace<T>>(
     Ok((stats, true))
 }
 
+/// `r ← b − A x` (with `q` as scratch for `A x`); returns `‖r‖₂`.
+fn recompute_residual<T: Real, S: KrylovSpace<T>>(
+    space: &S,
+    b: &S::Vector,
+    x: &S::Vector,
+    q: &mut S::Vector,
+    r: &mut S::Vector,
+    iteration: usize,
+) -> Result<f64, SolverError> {
+    space.apply(x, q)?;
+    space.copy(b, r)?;
+    space.axpy(-T::one(), q, r)?;
+    finite(space.norm(r)?, "true residual", iteration)
+}
+
+/// `z = M⁻¹ r` (or `r` itself) and `rᵀz`, checked positive.
+fn preconditioned_product<T: Real, S: KrylovSpace<T>>(
+    space: &S,
+    r: &S::Vector,
+    z: Option<&mut S::Vector>,
+    rr: f64,
+    iteration: usize,
+) -> Result<f64, SolverError> {
+    match z {
+        Some(z) => {
+            space.precondition(r, z)?;
+            let rz = finite(space.dot(r, z)?, "rᵀM⁻¹r", iteration)?;
+            if rz <= 0.0 {
+                return Err(SolverError::PreconditionerNotPositiveDefinite {
+                    iteration,
+                    value: rz,
+                });
+            }
+            Ok(rz)
+        }
+        None => Ok(rr),
+    }
+}
+
 /// The one CG loop; `preconditioned` selects whether `z = M⁻¹ r` or `z = r`.
+///
+/// When the recurrence meets the target, the true residual `b − A x` is recomputed. If it
+/// meets the target too, the solve has converged and reports it. Otherwise it replaces the
+/// recursive residual and the iteration restarts from it (steepest descent direction); a
+/// restart that does not halve the true residual shows that it sits at the rounding level
+/// of the precision, and the solve stops with [`SolverError::AccuracyLimit`].
 fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
     space: &S,
     b: &S::Vector,
@@ -204,57 +277,33 @@ fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
     if finished {
         return Ok(stats);
     }
-    let rhs_norm = stats.rhs_norm;
 
     // r = b − A x, p = z = M⁻¹ r.
     let mut q = space.zeros()?;
     let mut r = space.zeros()?;
-    space.apply(x, &mut q)?;
-    space.copy(b, &mut r)?;
-    space.axpy(-T::one(), &q, &mut r)?;
-    let mut rnorm = finite(space.norm(&r)?, "initial residual", 0)?;
+    let mut rnorm = recompute_residual(space, b, x, &mut q, &mut r, 0)?;
     stats.initial_residual = rnorm;
     stats.final_residual = rnorm;
+    stats.recursive_residual = rnorm;
     if opts.record_history {
         stats.history.push(rnorm);
     }
-    let stop_reason = |rnorm: f64| -> Option<StopReason> {
-        if rnorm <= opts.rtol * rhs_norm {
-            Some(StopReason::RelativeTolerance)
-        } else if rnorm <= opts.atol {
-            Some(StopReason::AbsoluteTolerance)
-        } else {
-            None
-        }
-    };
-    if let Some(reason) = stop_reason(rnorm) {
+    if let Some(reason) = stop_reason(opts, stats.rhs_norm, rnorm) {
         stats.converged = true;
         stats.reason = reason;
         return Ok(stats);
     }
 
     let mut z = if preconditioned {
-        let mut z = space.zeros()?;
-        space.precondition(&r, &mut z)?;
-        Some(z)
+        Some(space.zeros()?)
     } else {
         None
     };
+    let mut rz = preconditioned_product(space, &r, z.as_mut(), rnorm * rnorm, 0)?;
     let mut p = space.zeros()?;
     space.copy(z.as_ref().unwrap_or(&r), &mut p)?;
-    let mut rz = match &z {
-        Some(z) => {
-            let rz = finite(space.dot(&r, z)?, "rᵀM⁻¹r", 0)?;
-            if rz <= 0.0 {
-                return Err(SolverError::PreconditionerNotPositiveDefinite {
-                    iteration: 0,
-                    value: rz,
-                });
-            }
-            rz
-        }
-        None => rnorm * rnorm,
-    };
+    // the true residual at the last replacement, to tell progress from the rounding floor
+    let mut replaced_at: Option<f64> = None;
 
     for k in 1..=opts.max_iter {
         space.apply(&p, &mut q)?;
@@ -268,17 +317,34 @@ fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
         let alpha = rz / curvature;
         space.axpy(T::of(alpha), &p, x)?;
         space.axpy(T::of(-alpha), &q, &mut r)?;
-        let rr = finite(space.dot(&r, &r)?, "residual", k)?;
+        let mut rr = finite(space.dot(&r, &r)?, "residual", k)?;
         rnorm = rr.sqrt();
         stats.iterations = k;
         stats.final_residual = rnorm;
+        stats.recursive_residual = rnorm;
         if opts.record_history {
             stats.history.push(rnorm);
         }
-        if let Some(reason) = stop_reason(rnorm) {
-            stats.converged = true;
-            stats.reason = reason;
-            return Ok(stats);
+        let mut restart = false;
+        if stop_reason(opts, stats.rhs_norm, rnorm).is_some() {
+            let true_norm = recompute_residual(space, b, x, &mut q, &mut r, k)?;
+            stats.final_residual = true_norm;
+            if let Some(last) = stats.history.last_mut() {
+                *last = true_norm;
+            }
+            if let Some(reason) = stop_reason(opts, stats.rhs_norm, true_norm) {
+                stats.converged = true;
+                stats.reason = reason;
+                return Ok(stats);
+            }
+            if replaced_at.is_some_and(|before| true_norm > 0.5 * before) {
+                stats.reason = StopReason::AccuracyLimit;
+                return Err(SolverError::AccuracyLimit(Box::new(stats)));
+            }
+            replaced_at = Some(true_norm);
+            rnorm = true_norm;
+            rr = true_norm * true_norm;
+            restart = true;
         }
         if rnorm > opts.divergence_factor * stats.initial_residual {
             return Err(SolverError::Diverged {
@@ -288,23 +354,26 @@ fn conjugate_gradients<T: Real, S: KrylovSpace<T>>(
                 factor: opts.divergence_factor,
             });
         }
-        let rz_new = match &mut z {
-            Some(z) => {
-                space.precondition(&r, z)?;
-                let rz_new = finite(space.dot(&r, z)?, "rᵀM⁻¹r", k)?;
-                if rz_new <= 0.0 {
-                    return Err(SolverError::PreconditionerNotPositiveDefinite {
-                        iteration: k,
-                        value: rz_new,
-                    });
-                }
-                rz_new
-            }
-            None => rr,
-        };
-        let beta = rz_new / rz;
+        let rz_new = preconditioned_product(space, &r, z.as_mut(), rr, k)?;
+        let beta = if restart { 0.0 } else { rz_new / rz };
         space.xpby(z.as_ref().unwrap_or(&r), T::of(beta), &mut p)?;
         rz = rz_new;
     }
+    // the iterate left in x is reported with its true residual
+    stats.final_residual = recompute_residual(space, b, x, &mut q, &mut r, opts.max_iter)?;
+    if let Some(last) = stats.history.last_mut() {
+        *last = stats.final_residual;
+    }
     Err(SolverError::NotConverged(Box::new(stats)))
+}
+
+/// Whether `rnorm` meets the stopping test, and which part of it.
+pub(crate) fn stop_reason(opts: &SolveOptions, rhs_norm: f64, rnorm: f64) -> Option<StopReason> {
+    if rnorm <= opts.rtol * rhs_norm {
+        Some(StopReason::RelativeTolerance)
+    } else if rnorm <= opts.atol {
+        Some(StopReason::AbsoluteTolerance)
+    } else {
+        None
+    }
 }

@@ -12,6 +12,11 @@
 //! safeguarded to `[0.1 λ, 0.5 λ]`) until the Armijo condition
 //! `‖F(u − λδ)‖ <= (1 − c λ) ‖F(u)‖` holds; trial points whose residual is NaN/Inf are
 //! rejected like any other. Convergence is `‖F(u_k)‖ <= max(rtol · ‖F(u₀)‖, atol)`.
+//!
+//! The test is relative to the initial residual, so it is invariant to the scale of the
+//! problem when `F(u₀)` holds only equations that scale with it: with Dirichlet rows
+//! `F_c = u_c − g_c`, start from a `u₀` that satisfies them (as the pipelines do, from the
+//! boundary-lifted guess), so that `F_c(u₀) = 0` does not set the reference.
 
 use ferrofem_base::Real;
 
@@ -67,15 +72,19 @@ impl Default for NewtonOptions {
 }
 
 impl NewtonOptions {
-    /// Checks that tolerances are non-negative, `0 < c < 1`, `0 < min_step <= 1` and the
-    /// divergence factor exceeds 1.
+    /// Checks that `rtol` lies in `[0, 1)`, `atol` is non-negative, one of them is positive,
+    /// `0 < c < 1`, `0 < min_step <= 1` and the divergence factor exceeds 1.
     pub fn validate(&self) -> Result<(), SolverError> {
         let bad = |msg: String| Err(SolverError::InvalidOptions(msg));
-        if !(self.rtol >= 0.0 && self.rtol.is_finite() && self.atol >= 0.0) || self.atol.is_nan() {
+        if !(0.0..1.0).contains(&self.rtol) || !(self.atol >= 0.0 && self.atol.is_finite()) {
             return bad(format!(
-                "Newton tolerances must be non-negative (rtol {}, atol {})",
+                "Newton tolerances: rtol must lie in [0, 1) and atol be a non-negative number \
+                 (rtol {}, atol {})",
                 self.rtol, self.atol
             ));
+        }
+        if self.rtol == 0.0 && self.atol == 0.0 {
+            return bad("Newton's rtol and atol are both zero: no residual would stop it".into());
         }
         if !(self.armijo > 0.0 && self.armijo < 1.0) {
             return bad(format!(

@@ -13,11 +13,12 @@
 //! eliminated Dirichlet dofs, error levels and rate tables.
 
 use ferrofem_assembly::{AssemblyError, AssemblyPlan, DofMap, Strategy};
-use ferrofem_base::{CellType, CsrMatrix, Real};
+use ferrofem_base::{CellType, CsrMatrix, LinearOperator, Real};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh, MeshError};
 use ferrofem_operator::tensor::{TensorError, TensorKind, TensorOperator, TensorOptions};
 use ferrofem_operator::{
-    errors, lift_residual, ConstrainedOperator, ElementMatrices, Errors, FormError, FormOperator,
+    add_boundary_values, errors, lift_residual, ConstrainedOperator, ElementMatrices, Errors,
+    FormError, FormOperator,
 };
 use ferrofem_physics::{Manufactured, Physics, PhysicsError};
 use ferrofem_solver::{
@@ -165,9 +166,7 @@ pub fn solve_poisson_matrix_free<P: Physics<f64>>(
     let constrained = ConstrainedOperator::new(&tensor, &bc.dofs)?;
     let b = lift_residual(op, &bc.dofs, &bc.values)?;
     let krylov = CpuSpace::with_operator_jacobi(&constrained)?;
-    let mut u = boundary_start(bc);
-    let stats = pcg(&krylov, &b, &mut u, &cg_options(rtol))?;
-    Ok((u, stats))
+    correction_solve(&krylov, b, bc, rtol)
 }
 
 /// Solves the linear, symmetric positive definite problem of `op` matrix-free:
@@ -184,19 +183,22 @@ pub fn solve_linear_matrix_free<P: Physics<f64>>(
     let constrained = ConstrainedOperator::new(&jacobian, &bc.dofs)?;
     let b = lift_residual(op, &bc.dofs, &bc.values)?;
     let krylov = CpuSpace::with_operator_jacobi(&constrained)?;
-    let mut u = boundary_start(bc);
-    let stats = pcg(&krylov, &b, &mut u, &cg_options(rtol))?;
-    Ok((u, stats))
+    correction_solve(&krylov, b, bc, rtol)
 }
 
-/// The boundary values with zero at the free dofs: the CG starting vector (never the
-/// interpolant of a known solution, which would hide an inaccurate solve).
-fn boundary_start(bc: &BoundaryData) -> Vec<f64> {
-    let mut u = vec![0.0; bc.values.len()];
-    for &d in &bc.dofs {
-        u[d as usize] = bc.values[d as usize];
-    }
-    u
+/// Solves for the correction `w = u − g̃` of the lifted right-hand side `b` (zero on the
+/// constrained rows) by Jacobi-PCG from `w = 0` (never the interpolant of a known
+/// solution, which would hide an inaccurate solve), and returns `u = g̃ + w`.
+fn correction_solve<A: LinearOperator<f64>>(
+    krylov: &CpuSpace<f64, A>,
+    b: Vec<f64>,
+    bc: &BoundaryData,
+    rtol: f64,
+) -> Result<(Vec<f64>, SolveStats), VerifyError> {
+    let mut u = vec![0.0; b.len()];
+    let stats = pcg(krylov, &b, &mut u, &cg_options(rtol))?;
+    add_boundary_values(&mut u, &bc.dofs, &bc.values)?;
+    Ok((u, stats))
 }
 
 fn cg_options(rtol: f64) -> SolveOptions {
