@@ -134,6 +134,36 @@ fn check(
     }
 }
 
+/// [`check`] in f64 at order 2 (`rtol` 1e-10) and in f32 at order 1 (`rtol` 1e-5: f32
+/// resolves about 1e-6 of the residual, and P1's discretisation error lies far above what
+/// that leaves), `options(order)` giving the problem.
+fn check_both_precisions(
+    label: &str,
+    mesh: &Mesh,
+    options: impl Fn(usize) -> ProblemOptions,
+    agreement: [Agreement; 2],
+    device: Option<&Device>,
+) {
+    check(
+        label,
+        mesh,
+        &options(2),
+        Precision::F64,
+        1e-10,
+        agreement[0],
+        device,
+    );
+    check(
+        label,
+        mesh,
+        &options(1),
+        Precision::F32,
+        1e-5,
+        agreement[1],
+        device,
+    );
+}
+
 fn poisson(order: usize, kappa: f64) -> ProblemOptions {
     ProblemOptions {
         kind: ProblemKind::Poisson,
@@ -165,26 +195,8 @@ fn poisson_with_coefficients_from_1e_minus_12_to_1e12() {
         let hex = mesh("hex:4x4x4,perturb=0.2");
         for (m, name) in [(&tri, "tri"), (&tet, "tet"), (&hex, "hex")] {
             let label = format!("poisson {name} κ={kappa:e}");
-            check(
-                &label,
-                m,
-                &poisson(2, kappa),
-                Precision::F64,
-                1e-10,
-                Agreement::Error,
-                dev,
-            );
-            // f32 resolves about 1e-6 of the residual: P1, whose discretisation error is
-            // far above what that leaves
-            check(
-                &label,
-                m,
-                &poisson(1, kappa),
-                Precision::F32,
-                1e-5,
-                Agreement::Error,
-                dev,
-            );
+            let options = |order| poisson(order, kappa);
+            check_both_precisions(&label, m, options, [Agreement::Error; 2], dev);
         }
     }
 }
@@ -205,24 +217,8 @@ fn soft_and_stiff_elasticity() {
         ] {
             let m = mesh(spec);
             let label = format!("elasticity {what} {name}");
-            check(
-                &label,
-                &m,
-                &elasticity(2, lambda, mu),
-                Precision::F64,
-                1e-10,
-                Agreement::Error,
-                dev,
-            );
-            check(
-                &label,
-                &m,
-                &elasticity(1, lambda, mu),
-                Precision::F32,
-                1e-5,
-                Agreement::Error,
-                dev,
-            );
+            let options = |order| elasticity(order, lambda, mu);
+            check_both_precisions(&label, &m, options, [Agreement::Error; 2], dev);
         }
     }
 }
@@ -257,24 +253,8 @@ fn domains_from_a_nanometre_to_a_thousand_kilometres() {
                 assert!(e.to_string().contains("overflows"), "{e}");
                 continue;
             }
-            check(
-                &label,
-                &m,
-                &poisson(2, 1.0),
-                Precision::F64,
-                1e-10,
-                Agreement::Solution(1e-7),
-                dev,
-            );
-            check(
-                &label,
-                &m,
-                &poisson(1, 1.0),
-                Precision::F32,
-                1e-5,
-                Agreement::Solution(1e-3),
-                dev,
-            );
+            let agreement = [Agreement::Solution(1e-7), Agreement::Solution(1e-3)];
+            check_both_precisions(&label, &m, |order| poisson(order, 1.0), agreement, dev);
         }
     }
 }
