@@ -3,7 +3,7 @@
 
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
-use ferrofem_mesh::{generate_box, read_gmsh_with_info, BoxSpec, Mesh};
+use ferrofem_mesh::{generate_box, read_gmsh_with_info, BoxSpec, Mesh, MeshError};
 use std::path::PathBuf;
 
 /// Renumbering applied after loading.
@@ -94,10 +94,20 @@ impl MeshSource {
         };
         self.reorder.apply(&mut mesh);
         let (mesh, origin) = if self.refine > 0 {
-            (
-                mesh.refined(self.refine as usize)?,
-                format!("{origin} refined {}", self.refine),
-            )
+            let refined = mesh
+                .refined(self.refine as usize)
+                .map_err(|e| match &self.file {
+                    // name the file the refined mesh came from
+                    Some(path) => MeshError::InFile {
+                        path: path.display().to_string(),
+                        location: None,
+                        elements: Vec::new(),
+                        nodes: Vec::new(),
+                        source: Box::new(e),
+                    },
+                    None => e,
+                })?;
+            (refined, format!("{origin} refined {}", self.refine))
         } else {
             (mesh, origin)
         };
@@ -106,5 +116,60 @@ impl MeshSource {
             origin,
             reoriented,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source reading `path`.
+    fn from_file(path: PathBuf) -> MeshSource {
+        MeshSource {
+            file: Some(path),
+            box_spec: None,
+            reorder: Reorder::None,
+            refine: 0,
+        }
+    }
+
+    /// The unit square as 8 triangles around the middle node 5, placed at `middle`.
+    fn square(middle: &str) -> String {
+        format!(
+            "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n9\n1 0 0 0\n2 0.5 0 0\n3 1 0 0\n\
+             4 0 0.5 0\n5 {middle} 0\n6 1 0.5 0\n7 0 1 0\n8 0.5 1 0\n9 1 1 0\n$EndNodes\n\
+             $Elements\n8\n1 2 2 1 1 1 2 5\n2 2 2 1 1 1 5 4\n3 2 2 1 1 2 3 6\n\
+             4 2 2 1 1 2 6 5\n5 2 2 1 1 4 5 8\n6 2 2 1 1 4 8 7\n7 2 2 1 1 5 6 9\n\
+             8 2 2 1 1 5 9 8\n$EndElements\n"
+        )
+    }
+
+    #[test]
+    fn a_folded_file_is_refused_naming_the_file_and_the_cell() {
+        let dir = std::env::temp_dir().join(format!("ferrofem-mesh-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let good = dir.join("square.msh");
+        std::fs::write(&good, square("0.5 0.5")).expect("write");
+        let loaded = from_file(good).load().expect("the unfolded square reads");
+        assert_eq!(loaded.reoriented, 0);
+        assert!((loaded.mesh.total_measure() - 1.0).abs() < 1e-14);
+
+        // the middle node moved below the bottom edge: two triangles turn over
+        let folded = dir.join("folded.msh");
+        std::fs::write(&folded, square("0.5 -0.1")).expect("write");
+        let err = match from_file(folded.clone()).load() {
+            Err(e) => e.to_string(),
+            Ok(l) => panic!(
+                "a folded mesh was accepted (measure {})",
+                l.mesh.total_measure()
+            ),
+        };
+        let name = folded.display().to_string();
+        assert!(
+            err.starts_with(&format!("{name}: line 18: cell 0 folds over cell 1")),
+            "{err}"
+        );
+        assert!(err.contains("Gmsh elements 1, 2"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

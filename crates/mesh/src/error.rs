@@ -106,6 +106,26 @@ pub enum MeshError {
         /// Number of corners.
         corners: usize,
     },
+    /// Two cells that share a facet lie on the same side of it: the mesh folds over itself
+    /// there, so the cells overlap. Reorienting cells cannot repair this (unlike a
+    /// consistently mirrored vertex order), so the mesh is refused.
+    #[error(
+        "cell {cell} folds over cell {neighbor}: both lie on the same side of their shared \
+         facet (vertices {facet:?}), so they overlap{}",
+        more_folds(.folds)
+    )]
+    FoldedCells {
+        /// The cell of the pair whose listed vertex order disagrees with that of most of
+        /// the mesh's cells (when only one of the two does: the cell that was turned
+        /// over), else the one with the larger index.
+        cell: usize,
+        /// The other cell on the facet.
+        neighbor: usize,
+        /// The shared facet's vertices (sorted).
+        facet: Vec<u32>,
+        /// How many interior facets of the mesh are folded in all (at least 1).
+        folds: usize,
+    },
     /// A facet is shared by more than two cells, so the mesh is not a manifold.
     #[error("facet with vertices {vertices:?} is shared by {count} cells (first: {cells:?}); a conforming mesh has at most two")]
     NonManifoldFacet {
@@ -158,6 +178,22 @@ pub enum MeshError {
         /// What is not supported.
         message: String,
     },
+    /// A mesh read from a file failed a check of its cells (degenerate, tangled, folded,
+    /// non-manifold, too large): the file, where the first cell the error names is written,
+    /// and which Gmsh elements and nodes the error's cell and vertex indices stand for.
+    #[error("{path}: {}{source}{}", at_location(.location), gmsh_names(.elements, .nodes))]
+    InFile {
+        /// File name (or `<memory>`).
+        path: String,
+        /// Line or byte of the file where the first cell named by `source` is written.
+        location: Option<FileLocation>,
+        /// `(cell index, Gmsh element tag)` for each cell `source` names.
+        elements: Vec<(usize, u64)>,
+        /// `(vertex index, Gmsh node tag)` for each vertex `source` names.
+        nodes: Vec<(u32, u64)>,
+        /// The error found in the mesh.
+        source: Box<MeshError>,
+    },
     /// An operating-system error while reading a file.
     #[error("{path}: {source}")]
     Io {
@@ -167,4 +203,83 @@ pub enum MeshError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// " (3 folded facets in all)" when there is more than one.
+fn more_folds(folds: &usize) -> String {
+    if *folds > 1 {
+        format!(" ({folds} folded facets in all)")
+    } else {
+        String::new()
+    }
+}
+
+/// "line 12: " or "" when unknown.
+fn at_location(location: &Option<FileLocation>) -> String {
+    location.map_or_else(String::new, |l| format!("{l}: "))
+}
+
+/// " (cell 3 is Gmsh element 17; vertices 4, 9 are Gmsh nodes 5, 12)", or "".
+fn gmsh_names(elements: &[(usize, u64)], nodes: &[(u32, u64)]) -> String {
+    fn list<T: fmt::Display>(items: impl Iterator<Item = T>) -> String {
+        items.map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+    }
+    let mut parts = Vec::new();
+    if !elements.is_empty() {
+        let (cells, are) = if elements.len() == 1 {
+            ("cell", "is Gmsh element")
+        } else {
+            ("cells", "are Gmsh elements")
+        };
+        parts.push(format!(
+            "{cells} {} {are} {}",
+            list(elements.iter().map(|e| e.0)),
+            list(elements.iter().map(|e| e.1))
+        ));
+    }
+    if !nodes.is_empty() {
+        let (vertices, are) = if nodes.len() == 1 {
+            ("vertex", "is Gmsh node")
+        } else {
+            ("vertices", "are Gmsh nodes")
+        };
+        parts.push(format!(
+            "{vertices} {} {are} {}",
+            list(nodes.iter().map(|n| n.0)),
+            list(nodes.iter().map(|n| n.1))
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
+}
+
+impl MeshError {
+    /// The cells this error names (first the one it is mainly about).
+    pub(crate) fn cells(&self) -> Vec<usize> {
+        match self {
+            MeshError::VertexOutOfRange { cell, .. }
+            | MeshError::RepeatedVertex { cell, .. }
+            | MeshError::DegenerateCell { cell, .. }
+            | MeshError::InvertedCell { cell, .. }
+            | MeshError::TangledCell { cell, .. } => vec![*cell],
+            MeshError::FoldedCells { cell, neighbor, .. } => vec![*cell, *neighbor],
+            MeshError::NonManifoldFacet { cells, .. } => {
+                cells.iter().map(|&c| c as usize).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The mesh vertices this error names.
+    pub(crate) fn vertices(&self) -> Vec<u32> {
+        match self {
+            MeshError::RepeatedVertex { vertex, .. } => vec![*vertex],
+            MeshError::FoldedCells { facet, .. } => facet.clone(),
+            MeshError::NonManifoldFacet { vertices, .. } => vertices.clone(),
+            _ => Vec::new(),
+        }
+    }
 }

@@ -100,14 +100,16 @@ fn sorted_key(vertices: &[u32]) -> [u32; 4] {
 
 /// One cell facet before matching.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    key: [u32; 4],
-    side: FacetSide,
+pub(crate) struct Entry {
+    /// The facet's sorted vertices, padded with `u32::MAX`.
+    pub key: [u32; 4],
+    /// The cell and its local facet.
+    pub side: FacetSide,
 }
 
 /// All cell facets, sorted by key (then by cell), in linear time: a counting sort by the
 /// smallest vertex, then a sort within each (small) bucket.
-fn sorted_facet_entries(mesh: &Mesh) -> Vec<Entry> {
+pub(crate) fn sorted_facet_entries(mesh: &Mesh) -> Vec<Entry> {
     let ct = mesh.cell_type();
     let local_facets = ct.facets();
     let nf = local_facets.len();

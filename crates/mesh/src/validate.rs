@@ -8,7 +8,8 @@
 //! the map along a reference axis at a corner is half the edge vector along that axis.
 //! A cell is valid when every corner determinant is clearly positive.
 
-use crate::{Mesh, MeshError};
+use crate::topology::sorted_facet_entries;
+use crate::{FacetSide, Mesh, MeshError};
 use ferrofem_base::CellType;
 
 /// A corner determinant counts as zero when its magnitude is at most this fraction of
@@ -295,10 +296,33 @@ impl Mesh {
     /// and hexahedra mirror their lexicographic order along the first reference axis
     /// (local vertex `v` takes the old `v ^ 1`). Returns how many cells were flipped.
     ///
+    /// Cells may be listed in any mix of vertex orders, but the mesh must not fold over
+    /// itself: the two cells sharing an interior facet must lie on opposite sides of it.
+    /// A cell flipped over a neighbour (an overlap, which individual reorientation would
+    /// hide) is [`MeshError::FoldedCells`], naming both cells and the facet.
+    ///
     /// Nothing is changed when an error is returned: [`MeshError::DegenerateCell`] for a
     /// cell with a (numerically) zero corner determinant, [`MeshError::TangledCell`] for a
-    /// cell whose corner determinants have mixed signs, which no reordering can fix.
+    /// cell whose corner determinants have mixed signs, which no reordering can fix,
+    /// [`MeshError::FoldedCells`] for a fold and [`MeshError::NonManifoldFacet`] for a
+    /// facet shared by more than two cells.
     pub fn orient_cells(&mut self) -> Result<usize, MeshError> {
+        let flip = self.cells_to_flip()?;
+        self.check_folds(&flip)?;
+        self.flip_cells(&flip);
+        Ok(flip.len())
+    }
+
+    /// Like [`Mesh::orient_cells`] without the fold check: for meshes whose cells are
+    /// known not to overlap, such as the children of a uniformly refined fold-free mesh.
+    pub(crate) fn orient_cells_locally(&mut self) -> Result<usize, MeshError> {
+        let flip = self.cells_to_flip()?;
+        self.flip_cells(&flip);
+        Ok(flip.len())
+    }
+
+    /// The cells that are inverted as a whole; an error for degenerate or tangled cells.
+    fn cells_to_flip(&self) -> Result<Vec<usize>, MeshError> {
         let ct = self.cell_type();
         let factor = jacobian_factor(ct);
         let mut flip = Vec::new();
@@ -321,9 +345,15 @@ impl Mesh {
                 });
             }
         }
+        Ok(flip)
+    }
+
+    /// Mirrors the vertex order of the given cells.
+    fn flip_cells(&mut self, flip: &[usize]) {
+        let ct = self.cell_type();
         let nv = ct.num_vertices();
         let cells = self.cells_mut();
-        for &c in &flip {
+        for &c in flip {
             let cell = &mut cells[c * nv..(c + 1) * nv];
             if ct.is_simplex() {
                 cell.swap(1, 2);
@@ -333,7 +363,177 @@ impl Mesh {
                 }
             }
         }
-        Ok(flip.len())
+    }
+
+    /// Checks every interior facet for a fold: its two cells on the same side of it.
+    ///
+    /// The test is geometric and independent of how the cells list their vertices. At a
+    /// corner `g` of the facet, with the facet's edges from `g` taken in one fixed order
+    /// (by global vertex index) as tangents, each cell's side is the sign of the
+    /// determinant of those tangents and the cell's edge leaving the facet at `g`. That
+    /// determinant is, up to sign, the cell's corner determinant at `g`, which
+    /// [`Mesh::cells_to_flip`] has already checked to be clearly non-zero. Two cells that
+    /// meet properly lie on opposite sides; the same sign means they overlap next to the
+    /// facet.
+    ///
+    /// One corner decides: every corner determinant of a cell has the same sign (else it
+    /// is tangled), and when both cells give the facet the same edges, the factor relating
+    /// each cell's corner determinant to its side changes from corner to corner in the
+    /// same way for both (the two cells' facet numberings differ by a symmetry of the
+    /// facet). Hexahedra whose shared face joins its four vertices by different edges
+    /// (a non-conforming face) are checked at every corner.
+    ///
+    /// `flip` (the cells listed with mirrored vertex order) only decides which cell of a
+    /// folded pair the error names first.
+    fn check_folds(&self, flip: &[usize]) -> Result<(), MeshError> {
+        let ct = self.cell_type();
+        let facets = ct.facets();
+        // leaving[l][k]: the local vertex joined by an edge to the k-th vertex of facet l
+        // that does not lie on the facet (unique for all four cell types)
+        let leaving: Vec<Vec<usize>> = facets
+            .iter()
+            .map(|f| {
+                f.iter()
+                    .map(|&lv| {
+                        ct.edges()
+                            .iter()
+                            .filter_map(|e| match *e {
+                                [a, b] if a == lv => Some(b),
+                                [a, b] if b == lv => Some(a),
+                                _ => None,
+                            })
+                            .find(|w| !f.contains(w))
+                            .expect("every facet vertex has an edge leaving the facet")
+                    })
+                    .collect()
+            })
+            .collect();
+        let per = facets[0].len();
+        let entries = sorted_facet_entries(self);
+        let mut first: Option<(FacetSide, FacetSide, [u32; 4])> = None;
+        let mut folds = 0usize;
+        let mut i = 0;
+        while i < entries.len() {
+            let key = entries[i].key;
+            let mut j = i + 1;
+            while j < entries.len() && entries[j].key == key {
+                j += 1;
+            }
+            if j - i > 2 {
+                return Err(MeshError::NonManifoldFacet {
+                    vertices: key[..per].to_vec(),
+                    count: j - i,
+                    cells: entries[i..j.min(i + 8)]
+                        .iter()
+                        .map(|e| e.side.cell)
+                        .collect(),
+                });
+            }
+            if j - i == 2 {
+                let (a, b) = (entries[i].side, entries[i + 1].side);
+                let same_side = |k: usize| {
+                    let (sa, sb) = self.facet_sides(&facets, &leaving, a, b, k);
+                    (sa > 0.0) == (sb > 0.0)
+                };
+                let folded = same_side(0)
+                    || (per == 4
+                        && !self.same_face_edges(&facets, a, b)
+                        && (1..per).any(same_side));
+                if folded {
+                    folds += 1;
+                    first.get_or_insert((a, b, key));
+                }
+            }
+            i = j;
+        }
+        let Some((a, b, key)) = first else {
+            return Ok(());
+        };
+        // Name first the cell whose listed orientation disagrees with most of the mesh's
+        // cells, when exactly one of the two does: that is the cell that was flipped over.
+        let (a, b) = (a.cell as usize, b.cell as usize);
+        let mirrored_majority = 2 * flip.len() > self.num_cells();
+        let odd = |c: usize| flip.binary_search(&c).is_ok() != mirrored_majority;
+        let (cell, neighbor) = if odd(a) && !odd(b) { (a, b) } else { (b, a) };
+        Err(MeshError::FoldedCells {
+            cell,
+            neighbor,
+            facet: key[..per].to_vec(),
+            folds,
+        })
+    }
+
+    /// Whether the cells of a hexahedron face `a`, `b` join its four vertices by the same
+    /// edges: the vertex diagonally opposite the face's first vertex is the same in both.
+    fn same_face_edges(&self, facets: &[&[usize]], a: FacetSide, b: FacetSide) -> bool {
+        let fa = facets[a.local as usize];
+        let fb = facets[b.local as usize];
+        let (cell_a, cell_b) = (self.cell(a.cell as usize), self.cell(b.cell as usize));
+        // lexicographic face positions: position k is diagonal to k ^ 3
+        match fb.iter().position(|&lv| cell_b[lv] == cell_a[fa[0]]) {
+            Some(kb) => cell_b[fb[kb ^ 3]] == cell_a[fa[3]],
+            None => false,
+        }
+    }
+
+    /// The sides of cells `a` and `b` of their shared facet at its corner `k` (the `k`-th
+    /// vertex of the facet as cell `a` lists it), as determinants of the facet's edges
+    /// from that corner and each cell's edge leaving the facet there.
+    fn facet_sides(
+        &self,
+        facets: &[&[usize]],
+        leaving: &[Vec<usize>],
+        a: FacetSide,
+        b: FacetSide,
+        k: usize,
+    ) -> (f64, f64) {
+        let fa = facets[a.local as usize];
+        let fb = facets[b.local as usize];
+        let (cell_a, cell_b) = (self.cell(a.cell as usize), self.cell(b.cell as usize));
+        let g = cell_a[fa[k]];
+        // the facet's neighbours of corner k, in increasing global index
+        let mut tangents = [0u32; 2];
+        let nt = match fa.len() {
+            2 => {
+                tangents[0] = cell_a[fa[1 - k]];
+                1
+            }
+            3 => {
+                let (m1, m2) = match k {
+                    0 => (1, 2),
+                    1 => (0, 2),
+                    _ => (0, 1),
+                };
+                tangents = [cell_a[fa[m1]], cell_a[fa[m2]]];
+                2
+            }
+            _ => {
+                // lexicographic quadrilateral face: neighbours of position k are k^1, k^2
+                tangents = [cell_a[fa[k ^ 1]], cell_a[fa[k ^ 2]]];
+                2
+            }
+        };
+        tangents[..nt].sort_unstable();
+        let kb = fb.iter().position(|&lv| cell_b[lv] == g).unwrap_or(0);
+        let leave_a = cell_a[leaving[a.local as usize][k]];
+        let leave_b = cell_b[leaving[b.local as usize][kb]];
+        let d = self.dim();
+        let point = |v: u32| {
+            let mut p = [0.0; 3];
+            p[..d].copy_from_slice(self.vertex(v as usize));
+            p
+        };
+        let x = point(g);
+        let t = [sub(&point(tangents[0]), &x), sub(&point(tangents[1]), &x)];
+        let side = |w: u32| {
+            let e = sub(&point(w), &x);
+            if nt == 1 {
+                det2(&t[0], &e)
+            } else {
+                det3(&t[0], &t[1], &e)
+            }
+        };
+        (side(leave_a), side(leave_b))
     }
 
     /// Shape quality of every cell, scale-invariant, in `(0, 1]` for valid cells (1 for
@@ -621,6 +821,238 @@ mod tests {
         assert!(matches!(
             flat.orient_cells(),
             Err(MeshError::DegenerateCell { cell: 0, .. })
+        ));
+    }
+
+    /// Lowest first reference coordinate of a cell type (0 for simplices, -1 otherwise).
+    fn low(ct: CellType) -> f64 {
+        if ct.is_simplex() {
+            0.0
+        } else {
+            -1.0
+        }
+    }
+
+    /// Two cells sharing the facet of the reference cell at `x0 = low(ct)`: the reference
+    /// cell and a copy of it whose vertices off the facet have their `x0` mapped by
+    /// `other` (the shared ones kept), listed in the same local order.
+    fn two_cells(ct: CellType, other: impl Fn(f64) -> f64) -> Mesh {
+        let d = ct.dim();
+        let nv = ct.num_vertices();
+        let mut coords = Vec::new();
+        let mut cells: Vec<u32> = (0..nv as u32).collect();
+        for v in 0..nv {
+            coords.extend_from_slice(&ct.reference_vertex(v)[..d]);
+        }
+        for v in 0..nv {
+            let mut x = ct.reference_vertex(v);
+            if x[0] == low(ct) {
+                cells.push(v as u32);
+            } else {
+                cells.push((coords.len() / d) as u32);
+                x[0] = other(x[0]);
+                coords.extend_from_slice(&x[..d]);
+            }
+        }
+        Mesh::new(ct, coords, cells).expect("two cells")
+    }
+
+    #[test]
+    fn mirrored_neighbours_are_reoriented_but_folds_refused() {
+        for ct in CellType::ALL {
+            // mirror image across the shared facet: a proper neighbour, listed mirrored
+            let lo = low(ct);
+            let mut m = two_cells(ct, |x0| 2.0 * lo - x0);
+            assert_eq!(m.orient_cells().unwrap(), 1, "{ct}");
+            m.validate().unwrap();
+            assert!((m.total_measure() - 2.0 * ct.reference_measure()).abs() < 1e-14);
+
+            // squashed towards the facet: inside the first cell, listed positively
+            let squash = |x0: f64| lo + 0.5 * (x0 - lo);
+            let mut m = two_cells(ct, squash);
+            m.validate().expect("each cell is fine on its own");
+            let before = m.cells().to_vec();
+            match m.orient_cells() {
+                Err(MeshError::FoldedCells {
+                    cell: 1,
+                    neighbor: 0,
+                    facet,
+                    folds: 1,
+                }) => {
+                    let expected: Vec<u32> = (0..ct.num_vertices() as u32)
+                        .filter(|&v| ct.reference_vertex(v as usize)[0] == lo)
+                        .collect();
+                    assert_eq!(facet, expected, "{ct}");
+                }
+                other => panic!("{ct}: expected a fold, got {other:?}"),
+            }
+            assert_eq!(m.cells(), &before[..], "nothing changed on error");
+
+            // the same fold with the second cell listed mirrored: still a fold, and the
+            // mirrored cell is the one named (whichever cell is listed first)
+            let mut m = two_cells(ct, squash);
+            let nv = ct.num_vertices();
+            let mut cells = m.cells().to_vec();
+            let mut mirrored = cells[nv..].to_vec();
+            if ct.is_simplex() {
+                mirrored.swap(1, 2);
+            } else {
+                for v in (0..nv).step_by(2) {
+                    mirrored.swap(v, v + 1);
+                }
+            }
+            cells.splice(nv.., mirrored.iter().copied());
+            m = Mesh::new(ct, m.coords().to_vec(), cells.clone()).unwrap();
+            assert!(matches!(
+                m.orient_cells(),
+                Err(MeshError::FoldedCells {
+                    cell: 1,
+                    neighbor: 0,
+                    ..
+                })
+            ));
+            let swapped: Vec<u32> = cells[nv..].iter().chain(&cells[..nv]).copied().collect();
+            let mut m = Mesh::new(ct, m.coords().to_vec(), swapped).unwrap();
+            assert!(
+                matches!(
+                    m.orient_cells(),
+                    Err(MeshError::FoldedCells {
+                        cell: 0,
+                        neighbor: 1,
+                        ..
+                    })
+                ),
+                "{ct}"
+            );
+        }
+    }
+
+    /// Knuth's MMIX linear congruential generator: deterministic choices for tests.
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        *state >> 33
+    }
+
+    /// Lists cell `c` of `cells` in mirrored order.
+    fn mirror(ct: CellType, cells: &mut [u32], c: usize) {
+        let nv = ct.num_vertices();
+        let cell = &mut cells[c * nv..(c + 1) * nv];
+        if ct.is_simplex() {
+            cell.swap(0, 1);
+        } else {
+            for v in 0..nv / 2 {
+                // mirror along the last reference axis: v <-> v ^ (nv / 2)
+                cell.swap(v, v + nv / 2);
+            }
+        }
+    }
+
+    #[test]
+    fn box_meshes_in_any_vertex_order_are_accepted_and_folds_found() {
+        use crate::{generate_box, BoxSpec};
+        let mut state = 7u64;
+        for ct in CellType::ALL {
+            let n: &[usize] = if ct.dim() == 2 { &[5, 4] } else { &[3, 3, 2] };
+            let mut spec = BoxSpec::unit(ct, n);
+            spec.perturb = 0.2;
+            let good = generate_box(&spec).unwrap();
+            let area = good.total_measure();
+            // all mirrored, then random mixtures
+            for round in 0..4 {
+                let mut cells = good.cells().to_vec();
+                let mut flipped = 0;
+                for c in 0..good.num_cells() {
+                    if round == 0 || lcg(&mut state) % 2 == 0 {
+                        mirror(ct, &mut cells, c);
+                        flipped += 1;
+                    }
+                }
+                let mut m = Mesh::new(ct, good.coords().to_vec(), cells).unwrap();
+                assert_eq!(m.orient_cells().unwrap(), flipped, "{ct} round {round}");
+                m.validate().unwrap();
+                assert!((m.total_measure() - area).abs() < 1e-12, "{ct}");
+            }
+            // an interior vertex moved far through its neighbours: some cell turns over
+            // (a fold) or loses its shape (tangled, for quadrilaterals and hexahedra)
+            let d = ct.dim();
+            let interior = (0..good.num_vertices())
+                .find(|&v| good.vertex(v).iter().all(|&x| x > 0.01 && x < 0.99))
+                .expect("an interior vertex");
+            let mut folded = good.clone();
+            let h = 1.0 / n[0] as f64;
+            folded.coords_mut()[interior * d] += 1.3 * h;
+            let mut mirrored_fold = folded.clone();
+            let result = folded.orient_cells();
+            let tangled = matches!(result, Err(MeshError::TangledCell { .. }));
+            assert!(
+                matches!(result, Err(MeshError::FoldedCells { .. })) || (tangled && ct.is_tensor()),
+                "{ct}: {result:?}"
+            );
+            // the fold is found whatever the listing order
+            let mut cells = mirrored_fold.cells().to_vec();
+            for c in 0..mirrored_fold.num_cells() {
+                mirror(ct, &mut cells, c);
+            }
+            mirrored_fold = Mesh::new(ct, mirrored_fold.coords().to_vec(), cells).unwrap();
+            let again = mirrored_fold.orient_cells();
+            assert_eq!(
+                std::mem::discriminant(&again.unwrap_err()),
+                std::mem::discriminant(&result.unwrap_err()),
+                "{ct}"
+            );
+        }
+    }
+
+    #[test]
+    fn hexahedra_joining_a_face_differently_are_told_apart() {
+        use crate::topology::sorted_facet_entries;
+        // the shared face of two proper neighbours has the same edges in both
+        let m = two_cells(CellType::Hexahedron, |x0| -2.0 - x0);
+        let facets = CellType::Hexahedron.facets();
+        let shared = |m: &Mesh| {
+            let e = sorted_facet_entries(m);
+            let k = e
+                .windows(2)
+                .position(|w| w[0].key == w[1].key)
+                .expect("shared");
+            (e[k].side, e[k + 1].side)
+        };
+        let (a, b) = shared(&m);
+        assert!(m.same_face_edges(&facets, a, b));
+        // the second hexahedron's face joins the same four vertices as a bow tie (its
+        // first face vertex is joined to the one diagonally opposite in the cube's face)
+        let mut coords = m.coords()[..24].to_vec();
+        let mut cells: Vec<u32> = (0..8).collect();
+        let bow_tie = [0u32, 6, 2, 4];
+        let mut second = [0u32; 8];
+        for (q, &g) in bow_tie.iter().enumerate() {
+            let lv = ((q & 1) << 1) | ((q >> 1) << 2);
+            second[lv | 1] = g;
+            second[lv] = (coords.len() / 3) as u32;
+            let x = &m.coords()[3 * g as usize..3 * g as usize + 3];
+            coords.extend([-3.0, x[1], x[2]]);
+        }
+        cells.extend(second);
+        let mut bad = Mesh::new(CellType::Hexahedron, coords, cells).unwrap();
+        let (a, b) = shared(&bad);
+        assert!(!bad.same_face_edges(&facets, a, b));
+        assert!(bad.orient_cells().is_err());
+    }
+
+    #[test]
+    fn orient_cells_refuses_non_manifold_facets() {
+        // three triangles on the edge (0, 1)
+        let mut m = Mesh::new(
+            CellType::Triangle,
+            vec![0.0, 0.0, 1.0, 0.0, 0.5, 1.0, 0.5, -1.0, 0.5, 2.0],
+            vec![0, 1, 2, 1, 0, 3, 0, 1, 4],
+        )
+        .unwrap();
+        assert!(matches!(
+            m.orient_cells(),
+            Err(MeshError::NonManifoldFacet { count: 3, .. })
         ));
     }
 }

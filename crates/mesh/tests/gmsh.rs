@@ -1280,17 +1280,379 @@ fn mirrored_cells_are_reoriented_and_degenerate_cells_named() {
         )
     };
     // second triangle clockwise: reoriented
-    let (mesh, info) =
-        ferrofem_mesh::read_gmsh_bytes_with_info(file("2 3 4").as_bytes(), "cw.msh").unwrap();
+    let (mesh, info) = read_gmsh_bytes_with_info(file("2 3 4").as_bytes(), "cw.msh").unwrap();
     assert_eq!(info.reoriented_cells, 1);
     mesh.validate().unwrap();
-    // second triangle collinear (1,1), (2,2), (0,0): degenerate, named by index
-    let err = ferrofem_mesh::read_gmsh_bytes(file("4 5 1").as_bytes(), "flat.msh").unwrap_err();
+    // second triangle collinear (1,1), (2,2), (0,0): degenerate, named by index, Gmsh
+    // element and the line of the file that holds it
+    let err = read_gmsh_bytes(file("4 5 1").as_bytes(), "flat.msh").unwrap_err();
+    let msg = err.to_string();
+    match err {
+        MeshError::InFile {
+            path,
+            location,
+            elements,
+            nodes,
+            source,
+        } => {
+            assert_eq!(path, "flat.msh");
+            assert_eq!(location, Some(FileLocation::Line(15)));
+            assert_eq!(elements, [(1, 2)]);
+            assert!(nodes.is_empty());
+            assert!(
+                matches!(*source, MeshError::DegenerateCell { cell: 1, .. }),
+                "{source}"
+            );
+        }
+        other => panic!("expected a degenerate cell in flat.msh, got {other}"),
+    }
     assert!(
-        matches!(
-            err,
-            ferrofem_mesh::MeshError::DegenerateCell { cell: 1, .. }
-        ),
-        "{err}"
+        msg.starts_with("flat.msh: line 15: cell 1 is degenerate"),
+        "{msg}"
     );
+    assert!(msg.ends_with("(cell 1 is Gmsh element 2)"), "{msg}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Folds: cells flipped over a neighbour.
+
+/// The unit square as a 2 x 2 grid of squares, each cut into two triangles along the
+/// diagonal from its lower left corner; node 5 is the middle vertex, placed at `middle`.
+/// Node tag of grid point `(i, j)` is `3 j + i + 1`; element tags are 1..=8 in order.
+/// `mirror(k)` lists triangle `k` clockwise instead of counter-clockwise.
+fn square_grid(middle: [f64; 2], mirror: impl Fn(usize) -> bool) -> (Vec<[f64; 2]>, Vec<[u64; 3]>) {
+    let mut nodes = Vec::new();
+    for j in 0..3 {
+        for i in 0..3 {
+            nodes.push([i as f64 / 2.0, j as f64 / 2.0]);
+        }
+    }
+    nodes[4] = middle;
+    let tag = |i: u64, j: u64| 3 * j + i + 1;
+    let mut tris = Vec::new();
+    for j in 0..2 {
+        for i in 0..2 {
+            let (ll, lr, ur, ul) = (tag(i, j), tag(i + 1, j), tag(i + 1, j + 1), tag(i, j + 1));
+            tris.push([ll, lr, ur]);
+            tris.push([ll, ur, ul]);
+        }
+    }
+    for (k, t) in tris.iter_mut().enumerate() {
+        if mirror(k) {
+            t.swap(1, 2);
+        }
+    }
+    (nodes, tris)
+}
+
+fn grid_v22(nodes: &[[f64; 2]], tris: &[[u64; 3]]) -> String {
+    let mut s = format!(
+        "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n{}\n",
+        nodes.len()
+    );
+    for (k, x) in nodes.iter().enumerate() {
+        s += &format!("{} {} {} 0\n", k + 1, x[0], x[1]);
+    }
+    s += &format!("$EndNodes\n$Elements\n{}\n", tris.len());
+    for (k, t) in tris.iter().enumerate() {
+        s += &format!("{} 2 2 1 1 {} {} {}\n", k + 1, t[0], t[1], t[2]);
+    }
+    s + "$EndElements\n"
+}
+
+fn grid_v41(nodes: &[[f64; 2]], tris: &[[u64; 3]]) -> String {
+    let n = nodes.len();
+    let mut s = format!("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n1 {n} 1 {n}\n2 1 0 {n}\n");
+    for k in 1..=n {
+        s += &format!("{k}\n");
+    }
+    for x in nodes {
+        s += &format!("{} {} 0\n", x[0], x[1]);
+    }
+    let m = tris.len();
+    s += &format!("$EndNodes\n$Elements\n1 {m} 1 {m}\n2 1 2 {m}\n");
+    for (k, t) in tris.iter().enumerate() {
+        s += &format!("{} {} {} {}\n", k + 1, t[0], t[1], t[2]);
+    }
+    s + "$EndElements\n"
+}
+
+/// Signed area of a triangle of node tags.
+fn signed_area(nodes: &[[f64; 2]], t: [u64; 3]) -> f64 {
+    let p = |k: usize| nodes[t[k] as usize - 1];
+    let (a, b, c) = (p(0), p(1), p(2));
+    ((b[0] - a[0]) * (c[1] - a[1]) - (c[0] - a[0]) * (b[1] - a[1])) / 2.0
+}
+
+#[test]
+fn folded_square_is_refused_naming_cells_elements_facet_and_file() {
+    // The middle vertex moved below the bottom edge: two triangles turn over and cover
+    // area outside the square and inside their neighbours. Reorienting them would give
+    // the square an area of 1.1.
+    let (nodes, tris) = square_grid([0.5, -0.1], |_| false);
+    let inverted: Vec<usize> = (0..tris.len())
+        .filter(|&k| signed_area(&nodes, tris[k]) < 0.0)
+        .collect();
+    assert_eq!(inverted.len(), 2);
+    let abs_sum: f64 = tris.iter().map(|&t| signed_area(&nodes, t).abs()).sum();
+    assert!((abs_sum - 1.1).abs() < 1e-12);
+    for (format, text) in [
+        ("v22", grid_v22(&nodes, &tris)),
+        ("v41", grid_v41(&nodes, &tris)),
+    ] {
+        let err = read_gmsh_bytes(text.as_bytes(), "fold.msh").unwrap_err();
+        let msg = err.to_string();
+        let MeshError::InFile {
+            path,
+            location,
+            elements,
+            nodes: node_tags,
+            source,
+        } = err
+        else {
+            panic!("{format}: expected a fold in fold.msh, got {msg}");
+        };
+        assert_eq!(path, "fold.msh");
+        let MeshError::FoldedCells {
+            cell,
+            neighbor,
+            facet,
+            folds,
+        } = *source
+        else {
+            panic!("{format}: expected a fold, got {msg}");
+        };
+        // the turned-over cell is named first, with its neighbour across the facet
+        assert!(inverted.contains(&cell), "{format}: {msg}");
+        assert!(!inverted.contains(&neighbor), "{format}: {msg}");
+        // triangle 0, (1, 2, 5), folds over triangle 1 at edge (1, 5); triangle 3,
+        // (2, 6, 5), over triangle 2 at edge (2, 6) and over triangle 6 at edge (5, 6);
+        // the two turned-over triangles meet properly at their common edge (2, 5)
+        assert_eq!(folds, 3, "{format}: {msg}");
+        assert_eq!(
+            elements,
+            [(cell, cell as u64 + 1), (neighbor, neighbor as u64 + 1)]
+        );
+        // the facet is an edge both cells have, at the middle vertex (node 5)
+        assert_eq!(facet.len(), 2);
+        let tags: Vec<u64> = node_tags.iter().map(|&(_, t)| t).collect();
+        assert!(tags.contains(&5), "{format}: {msg}");
+        for t in &tags {
+            assert!(
+                tris[cell].contains(t) && tris[neighbor].contains(t),
+                "{format}: {msg}"
+            );
+        }
+        // the location is the line of the named element
+        let elements_at = text
+            .lines()
+            .position(|l| l == "$Elements")
+            .expect("section");
+        let headers = if format == "v22" { 1 } else { 2 };
+        let line = elements_at + 1 + headers + cell + 1;
+        assert_eq!(location, Some(FileLocation::Line(line)), "{format}: {msg}");
+        assert!(
+            msg.starts_with(&format!(
+                "fold.msh: line {line}: cell {cell} folds over cell {neighbor}"
+            )),
+            "{format}: {msg}"
+        );
+        assert!(
+            msg.contains(&format!("Gmsh elements {}, {}", cell + 1, neighbor + 1)),
+            "{format}: {msg}"
+        );
+    }
+    // the same grid unfolded reads, with the area of the square
+    let (nodes, tris) = square_grid([0.5, 0.5], |_| false);
+    let (m, info) = read_gmsh_bytes_with_info(grid_v22(&nodes, &tris).as_bytes(), "ok").unwrap();
+    assert_eq!(info.reoriented_cells, 0);
+    assert!((total_measure(&m) - 1.0).abs() < 1e-14);
+}
+
+#[test]
+fn consistently_mirrored_and_mixed_vertex_orders_are_reoriented() {
+    let mut rng = Rng(0x5eed_f0a1_1ce1);
+    // every triangle clockwise; then random mixtures, with the middle vertex off-centre
+    // (still inside, so nothing folds)
+    let mut cases: Vec<(Vec<bool>, [f64; 2])> = vec![(vec![true; 8], [0.5, 0.5])];
+    for _ in 0..20 {
+        let mirror: Vec<bool> = (0..8).map(|_| rng.below(2) == 1).collect();
+        let middle = [0.3 + 0.4 * rng.below(100) as f64 / 100.0, 0.35];
+        cases.push((mirror, middle));
+    }
+    for (mirror, middle) in cases {
+        let (nodes, tris) = square_grid(middle, |k| mirror[k]);
+        let flipped = mirror.iter().filter(|&&m| m).count();
+        for text in [grid_v22(&nodes, &tris), grid_v41(&nodes, &tris)] {
+            let (m, info) = read_gmsh_bytes_with_info(text.as_bytes(), "mixed")
+                .unwrap_or_else(|e| panic!("{mirror:?}: {e}"));
+            assert_eq!(info.reoriented_cells, flipped, "{mirror:?}");
+            m.validate().unwrap();
+            assert!((total_measure(&m) - 1.0).abs() < 1e-14, "{mirror:?}");
+        }
+    }
+}
+
+/// Lists the cells (elements of Gmsh type `cell_type`) of a committed MSH 2.2 ASCII file
+/// in mirrored vertex order at random (the same choice for every record of one element);
+/// returns the text and how many distinct cells were mirrored.
+fn mirror_cells_at_random(text: &str, cell_type: u64, rng: &mut Rng) -> (String, usize) {
+    let mut choice: BTreeMap<Vec<u64>, bool> = BTreeMap::new();
+    let mut in_elements = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut line = line.to_string();
+        if line == "$Elements" {
+            in_elements = true;
+        } else if line == "$EndElements" {
+            in_elements = false;
+        } else if in_elements {
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .map(|x| x.parse().expect("number"))
+                .collect();
+            if f.len() > 3 && f[1] == cell_type {
+                let (ty, ntags) = (f[1], f[2] as usize);
+                let nodes = &f[3 + ntags..];
+                // Gmsh order -> its mirror image (all corner determinants change sign)
+                let perm: &[usize] = match ty {
+                    2 => &[0, 2, 1],
+                    3 => &[3, 2, 1, 0],
+                    4 => &[0, 1, 3, 2],
+                    5 => &[1, 0, 3, 2, 5, 4, 7, 6],
+                    _ => &[],
+                };
+                if !perm.is_empty() {
+                    let mut key = nodes.to_vec();
+                    key.sort_unstable();
+                    let flip = *choice.entry(key).or_insert_with(|| rng.below(2) == 1);
+                    if flip {
+                        let head: Vec<String> =
+                            f[..3 + ntags].iter().map(|x| x.to_string()).collect();
+                        let tail: Vec<String> =
+                            perm.iter().map(|&k| nodes[k].to_string()).collect();
+                        line = format!("{} {}", head.join(" "), tail.join(" "));
+                    }
+                }
+            }
+        }
+        out += &line;
+        out.push('\n');
+    }
+    (out, choice.values().filter(|&&f| f).count())
+}
+
+#[test]
+fn committed_meshes_with_randomly_mirrored_cells_read_the_same() {
+    let mut rng = Rng(0x0dd_ba11);
+    for (name, cell_type) in [
+        ("square_tri", 2),
+        ("square_quad", 3),
+        ("box_tet", 4),
+        ("box_hex", 5),
+        ("two_materials_3d", 4),
+    ] {
+        let text = String::from_utf8(bytes_of(name, "v22_ascii")).expect("text");
+        let (reference, info) = read_gmsh_bytes_with_info(text.as_bytes(), name).unwrap();
+        assert_eq!(info.reoriented_cells, 0, "{name}");
+        for _ in 0..3 {
+            let (mixed, flipped) = mirror_cells_at_random(&text, cell_type, &mut rng);
+            assert!(flipped > 0);
+            let (m, info) = read_gmsh_bytes_with_info(mixed.as_bytes(), name)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(info.reoriented_cells, flipped, "{name}");
+            m.validate().unwrap();
+            assert_eq!(m.num_cells(), reference.num_cells());
+            assert_eq!(m.coords(), reference.coords());
+            assert_eq!(cell_facet_sets(&m), cell_facet_sets(&reference), "{name}");
+            let (a, b) = (total_measure(&m), total_measure(&reference));
+            assert!((a - b).abs() < 1e-12 * b, "{name}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn folded_tetrahedra_are_refused() {
+    // Two tetrahedra on face (1, 2, 3): node 5 on the same side as node 4 overlaps the
+    // first tetrahedron (both listed positively, nothing to reorient); below the face it
+    // is a proper neighbour (listed negatively: reoriented).
+    let file = |z: f64| {
+        format!(
+            "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n5\n1 0 0 0\n2 1 0 0\n3 0 1 0\n\
+             4 0 0 1\n5 0.2 0.2 {z}\n$EndNodes\n$Elements\n2\n7 4 2 1 1 1 2 3 4\n\
+             9 4 2 1 1 1 2 3 5\n$EndElements\n"
+        )
+    };
+    let (m, info) = read_gmsh_bytes_with_info(file(-0.5).as_bytes(), "ok.msh").unwrap();
+    assert_eq!(info.reoriented_cells, 1);
+    m.validate().unwrap();
+    let err = read_gmsh_bytes(file(0.5).as_bytes(), "tets.msh").unwrap_err();
+    let msg = err.to_string();
+    match err {
+        MeshError::InFile {
+            elements, source, ..
+        } => {
+            assert_eq!(elements, [(1, 9), (0, 7)], "{msg}");
+            match *source {
+                MeshError::FoldedCells {
+                    cell: 1,
+                    neighbor: 0,
+                    ref facet,
+                    folds: 1,
+                } => assert_eq!(facet, &[0, 1, 2]),
+                ref other => panic!("expected a fold, got {other}"),
+            }
+        }
+        other => panic!("expected a fold in tets.msh, got {other}"),
+    }
+    assert!(
+        msg.starts_with("tets.msh: line 15: cell 1 folds over cell 0"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("vertices 0, 1, 2 are Gmsh nodes 1, 2, 3"),
+        "{msg}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Text from the file in messages.
+
+#[test]
+fn control_characters_from_the_file_are_escaped_in_messages() {
+    let good = String::from_utf8(bytes_of("square_tri", "v22_ascii")).expect("text");
+    let colour = "\x1b[31m";
+    let refusal = |bytes: &[u8]| {
+        let msg = read_gmsh_bytes(bytes, "esc.msh").unwrap_err().to_string();
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
+        assert!(msg.starts_with("esc.msh: line "), "{msg}");
+        msg
+    };
+    // in a section header: an unknown section without its end
+    let text = good.replacen("$Nodes", &format!("$Nodes{colour}"), 1);
+    let msg = refusal(text.as_bytes());
+    assert!(
+        msg.contains("section $Nodes\\u{1b}[31m starting here has no matching"),
+        "{msg}"
+    );
+    // in a number
+    let text = good.replacen("\n1 0 0 0\n", &format!("\n1 0 {colour}0 0\n"), 1);
+    assert_ne!(text, good);
+    let msg = refusal(text.as_bytes());
+    assert!(msg.contains("bad number '\\u{1b}[31m0'"), "{msg}");
+    // a stray line: a terminal title sequence, a carriage return and a byte that is not
+    // UTF-8
+    let text = good.replacen("$Nodes", "\x1b]0;owned\x07\r$Nodes", 1);
+    let mut bytes = text.into_bytes();
+    let at = bytes.iter().position(|&b| b == 0x07).expect("bell");
+    bytes.insert(at, 0xff);
+    let msg = refusal(&bytes);
+    assert!(
+        msg.contains("'\\u{1b}]0;owned\\xff\\u{7}\\r$Nodes'"),
+        "{msg}"
+    );
+    // a skipped section's name, as reported
+    let text = good.replacen("$Nodes", "$Odd\x1b[2J\n$EndOdd\x1b[2J\n$Nodes", 1);
+    let (_, info) = read_gmsh_bytes_with_info(text.as_bytes(), "esc.msh").unwrap();
+    assert_eq!(info.skipped_sections, ["Odd\\u{1b}[2J"]);
 }

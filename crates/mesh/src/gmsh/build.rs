@@ -15,6 +15,12 @@ use crate::{CellType, Mesh, MeshError, TaggedFacets};
 const QUAD: [usize; 4] = [0, 1, 3, 2];
 /// Gmsh hexahedron (bottom face counter-clockwise, then top) -> lexicographic.
 const HEX: [usize; 8] = [0, 1, 3, 2, 4, 5, 7, 6];
+/// Tagged facet records allowed per byte of input (see [`tagged_facets`]): a facet
+/// element takes at least 6 bytes of an ASCII file and 12 of a binary one, so real files
+/// hold far fewer records, even with an entity in several physical groups.
+const BYTES_PER_FACET_RECORD: usize = 2;
+/// Tagged facet records allowed in any file, however small.
+const MIN_FACET_RECORDS: usize = 1 << 14;
 /// Tetrahedra and triangles keep their order.
 const SIMPLEX: [usize; 4] = [0, 1, 2, 3];
 
@@ -87,8 +93,55 @@ fn resolve_groups(raw: &RawFile, r: &Reader, top: u8) -> Result<Vec<Vec<i32>>, M
         .collect()
 }
 
-/// Builds the mesh.
-pub(crate) fn build(raw: &RawFile, r: &Reader) -> Result<Mesh, MeshError> {
+/// Which Gmsh element and node each cell and vertex of a built mesh comes from.
+pub(crate) struct Origin {
+    /// Index into the element table per cell.
+    cell_elements: Vec<usize>,
+    /// Index into the node table per vertex.
+    vertex_nodes: Vec<u32>,
+}
+
+impl Origin {
+    /// Wraps an error found in the mesh built from this file into
+    /// [`MeshError::InFile`]: the file, where the first cell the error names is written,
+    /// and the Gmsh element and node tags of the cells and vertices it names. Errors that
+    /// already name the file are returned as they are.
+    pub(crate) fn in_file(&self, raw: &RawFile, r: &Reader, err: MeshError) -> MeshError {
+        if matches!(
+            err,
+            MeshError::Gmsh { .. } | MeshError::Unsupported { .. } | MeshError::Io { .. }
+        ) {
+            return err;
+        }
+        let elements: Vec<(usize, usize)> = err
+            .cells()
+            .into_iter()
+            .filter_map(|c| self.cell_elements.get(c).map(|&e| (c, e)))
+            .collect();
+        let nodes = err
+            .vertices()
+            .into_iter()
+            .filter_map(|v| {
+                self.vertex_nodes
+                    .get(v as usize)
+                    .map(|&n| (v, raw.nodes.tags[n as usize]))
+            })
+            .collect();
+        r.in_file(
+            elements.first().map(|&(_, e)| raw.elements.at[e]),
+            elements
+                .iter()
+                .map(|&(c, e)| (c, raw.elements.tags[e]))
+                .collect(),
+            nodes,
+            err,
+        )
+    }
+}
+
+/// Builds the mesh, and records which element and node each cell and vertex comes from.
+/// Errors in the mesh itself come back from [`Mesh::new`] wrapped by [`Origin::in_file`].
+pub(crate) fn build(raw: &RawFile, r: &Reader) -> Result<(Mesh, Origin), MeshError> {
     let els = &raw.elements;
     let dedupe = raw.version == Version::V2; // MSH 2 repeats elements once per physical group
     let top = els.types.iter().map(|t| t.dim).max().unwrap_or(0);
@@ -191,11 +244,16 @@ pub(crate) fn build(raw: &RawFile, r: &Reader) -> Result<Mesh, MeshError> {
     }
 
     let facets = tagged_facets(raw, r, &groups, cell_type, top, &vertex_of)?;
-    let mesh = Mesh::new(cell_type, coords, cells)?
-        .with_cell_tags(cell_tags)
-        .with_facets(facets)?
+    drop(vertex_of);
+    let origin = Origin {
+        cell_elements: cells_el,
+        vertex_nodes: used,
+    };
+    let mesh = Mesh::new(cell_type, coords, cells)
+        .and_then(|m| m.with_cell_tags(cell_tags).with_facets(facets))
+        .map_err(|e| origin.in_file(raw, r, e))?
         .with_names(raw.names.clone());
-    Ok(mesh)
+    Ok((mesh, origin))
 }
 
 /// Checks that the used nodes of a 2-D mesh lie in one plane `z = const`.
@@ -244,9 +302,29 @@ fn tagged_facets(
         CellType::Tetrahedron => (2, &SIMPLEX[..3]),
         CellType::Hexahedron => (3, &QUAD),
     };
+    // A facet element is recorded once per physical tag of its entity (MSH 4) or
+    // element record (MSH 2). In MSH 4 one entity may list any number of physical
+    // tags, so a small file could ask for (elements x tags) records: refuse more than
+    // the input can justify (one record per `BYTES_PER_FACET_RECORD` bytes of file,
+    // which real files stay far below), then reserve exactly.
+    let records = (0..els.len())
+        .filter(|&e| els.types[e].dim + 1 == top)
+        .map(|e| groups[els.group[e] as usize].len())
+        .fold(0usize, usize::saturating_add);
+    let most = r.end() / BYTES_PER_FACET_RECORD + MIN_FACET_RECORDS;
+    if records > most {
+        return Err(r.unsupported(format!(
+            "the physical groups of the {}-D elements make {records} tagged facets (a facet \
+             once per group it belongs to), more than the {most} this reader accepts from a \
+             file of {} bytes: is an entity listed in very many physical groups?",
+            top - 1,
+            r.end()
+        )));
+    }
     let mut facets = TaggedFacets {
         vertices_per_facet: perm.len(),
-        ..TaggedFacets::default()
+        vertices: Vec::with_capacity(records * perm.len()),
+        tags: Vec::with_capacity(records),
     };
     let mut seen: HashMap<([u32; 8], i32), ()> = HashMap::new();
     let dedupe = raw.version == Version::V2;

@@ -2,7 +2,7 @@
 //! then sections in any order; `$PhysicalNames`, `$Entities`, `$Nodes` and `$Elements` are
 //! read, every other section is skipped to its `$End` line.
 
-use super::reader::{quote, Reader};
+use super::reader::{escape, quote, Reader};
 use super::tables::{capped, ElementTable, NodeTable};
 use super::{v2, v4};
 use crate::{MeshError, PhysicalName};
@@ -30,7 +30,7 @@ pub(crate) struct RawFile {
     pub nodes: NodeTable,
     /// `$Elements`.
     pub elements: ElementTable,
-    /// Names of the sections that were skipped.
+    /// Names of the sections that were skipped (escaped for printing).
     pub skipped: Vec<String>,
 }
 
@@ -54,24 +54,26 @@ pub(crate) fn read_file(r: &mut Reader) -> Result<RawFile, MeshError> {
                 ),
             ));
         };
-        let name = String::from_utf8_lossy(name).into_owned();
-        if name.starts_with("End") {
+        let raw_name = name;
+        // the name as it may be printed (escaped: it is text from the file)
+        let name = escape(raw_name);
+        if raw_name.starts_with(b"End") {
             return Err(r.error(
                 line.start,
                 format!("${name} without a matching section start"),
             ));
         }
         let again = || r.error(line.start, format!("second ${name} section"));
-        match (name.as_str(), version) {
-            ("MeshFormat", _) => return Err(again()),
-            ("PhysicalNames", _) => names.extend(read_physical_names(r)?),
-            ("Entities", Version::V4) => {
+        match (raw_name, version) {
+            (b"MeshFormat", _) => return Err(again()),
+            (b"PhysicalNames", _) => names.extend(read_physical_names(r)?),
+            (b"Entities", Version::V4) => {
                 if entities.is_some() {
                     return Err(again());
                 }
                 entities = Some(v4::read_entities(r)?);
             }
-            ("Nodes", _) => {
+            (b"Nodes", _) => {
                 if nodes.is_some() {
                     return Err(again());
                 }
@@ -80,7 +82,7 @@ pub(crate) fn read_file(r: &mut Reader) -> Result<RawFile, MeshError> {
                     Version::V4 => v4::read_nodes(r)?,
                 });
             }
-            ("Elements", _) => {
+            (b"Elements", _) => {
                 if elements.is_some() {
                     return Err(again());
                 }
@@ -93,7 +95,7 @@ pub(crate) fn read_file(r: &mut Reader) -> Result<RawFile, MeshError> {
                 });
             }
             _ => {
-                r.skip_section(&name, line.start)?;
+                r.skip_section(raw_name, line.start)?;
                 skipped.push(name);
             }
         }
@@ -134,7 +136,7 @@ fn read_mesh_format(r: &mut Reader) -> Result<(String, Version), MeshError> {
             .iter()
             .position(|b| b.is_ascii_whitespace())
             .unwrap_or(t.len());
-        String::from_utf8_lossy(&t[..end]).into_owned()
+        escape(&t[..end])
     };
     let v = f.f64("the MSH version")?;
     let version = if (v - 2.2).abs() < 1e-9 {

@@ -10,11 +10,18 @@
 //! vertices numbered in increasing Gmsh node-tag order; cells and facets keep file order.
 //! Quadrangles and hexahedra are converted from Gmsh's counter-clockwise vertex order to
 //! ferrofem's lexicographic one (`[g0, g1, g3, g2]`, `[g0, g1, g3, g2, g4, g5, g7, g6]`).
-//! 2-D meshes must lie in a plane `z = const`; `z` is dropped. Cells are not reoriented.
+//! 2-D meshes must lie in a plane `z = const`; `z` is dropped. Cells listed with mirrored
+//! vertex order are reoriented ([`Mesh::orient_cells`]); degenerate, tangled and folded
+//! cells are refused with [`MeshError::InFile`], naming the file, the line or byte of the
+//! offending element and its Gmsh element (and node) tags.
 //!
 //! Every malformed input gives [`MeshError::Gmsh`] with the line (ASCII files) or byte
-//! offset (binary files) where reading failed; nothing the file says can make the reader
-//! panic or allocate more than the input could describe.
+//! offset (binary files) where reading failed; text quoted from the file in a message is
+//! escaped (control characters and invalid UTF-8 shown as escapes). Nothing the file says
+//! can make the reader panic or allocate more than the input could describe: capacities
+//! announced by counts are capped by what the remaining input can hold, and the
+//! memory held while reading stays proportional to the file's size (a property test
+//! checks it with a counting allocator).
 
 mod build;
 mod file;
@@ -55,7 +62,8 @@ pub struct GmshInfo {
     pub num_elements_in_file: usize,
     /// Element records per Gmsh type, in increasing type number.
     pub element_type_counts: Vec<ElementTypeCount>,
-    /// Sections that were present but not read (e.g. "NodeData", "Periodic").
+    /// Sections that were present but not read (e.g. "NodeData", "Periodic"); control
+    /// and other non-printable characters in their names are escaped (`\u{1b}`, `\xff`).
     pub skipped_sections: Vec<String>,
     /// Cells whose vertex order was mirrored to make them positively oriented.
     pub reoriented_cells: usize,
@@ -75,13 +83,18 @@ pub struct GmshInfo {
 /// order, cells and facets keep file order. Quadrangles and hexahedra are converted from
 /// Gmsh's counter-clockwise order to ferrofem's lexicographic one (`[g0, g1, g3, g2]`,
 /// `[g0, g1, g3, g2, g4, g5, g7, g6]`). 2-D meshes must lie in a plane `z = const`, and
-/// `z` is dropped. Cells that are consistently negatively oriented (a mirrored vertex
-/// order) are reoriented and counted in [`GmshInfo::reoriented_cells`]; a degenerate or
-/// tangled cell is an error naming its index ([`Mesh::orient_cells`]).
+/// `z` is dropped. Cells listed with mirrored (negatively oriented) vertex order are
+/// reoriented and counted in [`GmshInfo::reoriented_cells`]; the order may differ from
+/// cell to cell, but cells must not overlap ([`Mesh::orient_cells`]).
 ///
 /// A malformed file gives [`MeshError::Gmsh`] with the line (ASCII files) or byte offset
 /// (binary files) where reading failed; a file that cannot be read gives
-/// [`MeshError::Io`].
+/// [`MeshError::Io`]. A degenerate, tangled or folded cell, or a facet shared by more than
+/// two cells, gives [`MeshError::InFile`]: the file, the line or byte where the first cell
+/// the error names is written, the Gmsh element and node tags of the cells and vertices
+/// it names, and the error itself ([`MeshError::DegenerateCell`],
+/// [`MeshError::TangledCell`], [`MeshError::FoldedCells`],
+/// [`MeshError::NonManifoldFacet`]).
 pub fn read_gmsh(path: impl AsRef<Path>) -> Result<Mesh, MeshError> {
     read_gmsh_with_info(path).map(|(m, _)| m)
 }
@@ -107,8 +120,11 @@ pub fn read_gmsh_with_info(path: impl AsRef<Path>) -> Result<(Mesh, GmshInfo), M
 pub fn read_gmsh_bytes_with_info(bytes: &[u8], name: &str) -> Result<(Mesh, GmshInfo), MeshError> {
     let mut r = reader::Reader::new(bytes, name);
     let raw = file::read_file(&mut r)?;
-    let mut mesh = build::build(&raw, &r)?;
-    let reoriented_cells = mesh.orient_cells()?;
+    let (mut mesh, origin) = build::build(&raw, &r)?;
+    let reoriented_cells = mesh
+        .orient_cells()
+        .map_err(|e| origin.in_file(&raw, &r, e))?;
+    drop(origin);
     let info = GmshInfo {
         version: raw.version_text.clone(),
         binary: r.is_binary(),

@@ -33,15 +33,31 @@ impl Line<'_> {
     }
 }
 
-/// Quotes (a prefix of) some bytes for an error message.
+/// Quotes (a prefix of) some bytes for an error message, escaped by [`escape`].
 pub(crate) fn quote(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(bytes);
-    if s.chars().count() > QUOTE_LIMIT {
-        let head: String = s.chars().take(QUOTE_LIMIT).collect();
-        format!("'{head}...'")
-    } else {
-        format!("'{s}'")
+    format!("'{}'", escape(bytes))
+}
+
+/// Text read from a file, made safe to print: control and other non-printable characters
+/// (terminal escape sequences, line breaks, bidirectional overrides) are written as Rust
+/// escapes (`\u{1b}`, `\n`, ...), bytes that are not UTF-8 as `\xNN`, and anything
+/// after the first [`QUOTE_LIMIT`] characters is cut and marked with `...`.
+pub(crate) fn escape(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    for chunk in bytes.utf8_chunks() {
+        let bad = chunk.invalid().iter().map(|b| format!("\\x{b:02x}"));
+        let good = chunk.valid().chars().map(|c| c.escape_debug().to_string());
+        for piece in good.chain(bad) {
+            if shown == QUOTE_LIMIT {
+                out.push_str("...");
+                return out;
+            }
+            out.push_str(&piece);
+            shown += 1;
+        }
     }
+    out
 }
 
 impl<'a> Reader<'a> {
@@ -107,6 +123,24 @@ impl<'a> Reader<'a> {
             path: self.path.to_string(),
             location: self.location(at),
             message: message.into(),
+        }
+    }
+
+    /// A [`MeshError::InFile`] for this file: an error found in the mesh built from it,
+    /// located at byte offset `at` when known.
+    pub fn in_file(
+        &self,
+        at: Option<usize>,
+        elements: Vec<(usize, u64)>,
+        nodes: Vec<(u32, u64)>,
+        source: MeshError,
+    ) -> MeshError {
+        MeshError::InFile {
+            path: self.path.to_string(),
+            location: at.map(|at| self.location(at)),
+            elements,
+            nodes,
+            source: Box::new(source),
         }
     }
 
@@ -198,9 +232,9 @@ impl<'a> Reader<'a> {
 
     /// Skips a section whose contents are not read, up to and including its
     /// `$End<name>` line; `start` is the offset of the `$<name>` line, for the error.
-    pub fn skip_section(&mut self, name: &str, start: usize) -> Result<(), MeshError> {
-        let marker = format!("$End{name}");
-        let marker = marker.as_bytes();
+    pub fn skip_section(&mut self, name: &[u8], start: usize) -> Result<(), MeshError> {
+        let marker = [b"$End", name].concat();
+        let marker = &marker[..];
         let mut from = self.pos;
         while let Some(k) = find(&self.bytes[from..], marker) {
             let at = from + k;
@@ -218,6 +252,7 @@ impl<'a> Reader<'a> {
             }
             from = at + 1;
         }
+        let name = escape(name);
         Err(self.error(
             start,
             format!("section ${name} starting here has no matching $End{name}"),
@@ -432,6 +467,22 @@ mod tests {
     }
 
     #[test]
+    fn quoted_text_is_escaped_and_cut() {
+        assert_eq!(quote(b"abc"), "'abc'");
+        // a terminal colour sequence, a line break, a bidirectional override and a byte
+        // that is not UTF-8 all come out as visible escapes
+        let q = quote(b"\x1b[31mred\r\n\xe2\x80\xae\xc3\xa9\xff");
+        assert_eq!(q, "'\\u{1b}[31mred\\r\\n\\u{202e}\u{e9}\\xff'");
+        assert!(!q.chars().any(|c| c.is_control()), "{q}");
+        let long = [b'7'; 100];
+        let q = quote(&long);
+        assert_eq!(q, format!("'{}...'", "7".repeat(QUOTE_LIMIT)));
+        // the limit counts characters, not the bytes of their escapes
+        let q = quote(&[0u8; 100]);
+        assert_eq!(q.matches("\\0").count(), QUOTE_LIMIT, "{q}");
+    }
+
+    #[test]
     fn binary_values_in_both_byte_orders() {
         let mut le = 7i32.to_le_bytes().to_vec();
         le.extend(2.5f64.to_le_bytes());
@@ -460,11 +511,11 @@ mod tests {
         let text = b"$Foo\n$EndFooBar\n1 2\n$EndFoo\nnext\n";
         let mut r = Reader::new(text, "x");
         let start = r.next_line().expect("header").start;
-        r.skip_section("Foo", start).expect("skips");
+        r.skip_section(b"Foo", start).expect("skips");
         assert_eq!(r.next_line().map(|l| l.text), Some(&b"next"[..]));
         let mut r = Reader::new(b"$Foo\n1\n", "x");
         let start = r.next_line().expect("header").start;
-        match r.skip_section("Foo", start) {
+        match r.skip_section(b"Foo", start) {
             Err(MeshError::Gmsh { location, .. }) => assert_eq!(location, FileLocation::Line(1)),
             other => panic!("expected a missing-end error, got {other:?}"),
         }

@@ -11,8 +11,10 @@ use crate::MeshError;
 /// Marks an unused slot of a dense tag index.
 const NONE: u32 = u32::MAX;
 
-/// Tags below this stay in a dense array (plus four slots per node seen).
-const DENSE_BASE: u64 = 1 << 20;
+/// Tags below this stay in a dense array (plus four slots per node seen). Small, so that
+/// a few nodes with large tags cannot make the array much larger than the input: the
+/// array holds at most `4 * (DENSE_BASE + 4 * nodes)` bytes.
+const DENSE_BASE: u64 = 1 << 10;
 
 /// Node tag -> node index: a dense array while tags are small compared with the number of
 /// nodes (the usual case: 1..n), a hash map once a tag is far beyond that.
@@ -164,6 +166,8 @@ pub(crate) struct ElementTable {
     pub groups: Vec<PhysSource>,
     /// MSH 2 physical tag -> group index.
     tag_groups: HashMap<i32, u32>,
+    /// MSH 4 entity `(dim, tag)` -> group index.
+    entity_groups: HashMap<(u8, i32), u32>,
     /// Element records in the file per Gmsh type (points included).
     pub type_counts: std::collections::BTreeMap<u32, usize>,
     /// Element records in the file.
@@ -192,10 +196,15 @@ impl ElementTable {
         })
     }
 
-    /// A new group for an MSH 4 element block.
+    /// The group of MSH 4 elements of entity `(dim, tag)`, whose first element block is
+    /// at `at`. Blocks of one entity share a group, so that the entity's physical tags
+    /// are looked up (and copied) once however many blocks it has.
     pub fn group_for_entity(&mut self, dim: u8, tag: i32, at: usize) -> u32 {
-        self.groups.push(PhysSource::Entity { dim, tag, at });
-        (self.groups.len() - 1) as u32
+        let groups = &mut self.groups;
+        *self.entity_groups.entry((dim, tag)).or_insert_with(|| {
+            groups.push(PhysSource::Entity { dim, tag, at });
+            (groups.len() - 1) as u32
+        })
     }
 
     /// Counts an element record of type `ty` and, unless it is a point, starts storing it;
