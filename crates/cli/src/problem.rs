@@ -145,7 +145,8 @@ pub struct BoundaryGroup {
 impl std::fmt::Display for BoundaryGroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.name {
-            Some(n) => write!(f, "{n} ({})", self.tag),
+            // names come from the file: control characters are shown escaped
+            Some(n) => write!(f, "{} ({})", n.escape_debug(), self.tag),
             None => write!(f, "{}", self.tag),
         }
     }
@@ -188,7 +189,7 @@ fn check_representable(m: &Manufactured, space: &H1Space) -> Result<(), Pipeline
         if let Some(&value) = val[..nc]
             .iter()
             .chain(&grad[..nc * d])
-            .find(|v| !(v.abs() <= REPRESENTABLE))
+            .find(|v| v.is_nan() || v.abs() > REPRESENTABLE)
         {
             let at: Vec<String> = x.iter().map(|c| format!("{c:e}")).collect();
             return Err(PipelineError::UnrepresentableSolution {
@@ -448,7 +449,7 @@ pub fn resolve_groups(mesh: &Mesh, items: &[String]) -> Result<Vec<BoundaryGroup
                     format!("available: {}", list.join(", "))
                 };
                 return Err(PipelineError::UnknownBoundary {
-                    given: item.clone(),
+                    given: item.escape_debug().to_string(),
                     available,
                 });
             }

@@ -76,7 +76,8 @@ impl NewtonOptions {
     /// `0 < c < 1`, `0 < min_step <= 1` and the divergence factor exceeds 1.
     pub fn validate(&self) -> Result<(), SolverError> {
         let bad = |msg: String| Err(SolverError::InvalidOptions(msg));
-        if !(0.0..1.0).contains(&self.rtol) || !(self.atol >= 0.0 && self.atol.is_finite()) {
+        let atol_ok = self.atol >= 0.0 && self.atol.is_finite();
+        if !(0.0..1.0).contains(&self.rtol) || !atol_ok {
             return bad(format!(
                 "Newton tolerances: rtol must lie in [0, 1) and atol be a non-negative number \
                  (rtol {}, atol {})",
