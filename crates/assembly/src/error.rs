@@ -70,6 +70,11 @@ pub enum AssemblyError {
         /// Its size.
         bytes: usize,
     },
+    /// The plan, pattern or matrices would not fit in the available memory (the message
+    /// gives the estimate and what is available), or an allocation whose size could not be
+    /// estimated failed.
+    #[error(transparent)]
+    Memory(#[from] ferrofem_base::MemoryError),
     /// The element-matrix provider uses a different restriction from the plan's.
     #[error("the element matrices' restriction differs from the one the plan was built for: {0}")]
     RestrictionMismatch(String),

@@ -18,6 +18,7 @@ mod coloring;
 mod dirichlet;
 mod error;
 mod plan;
+mod predict;
 mod sparsity;
 mod vector;
 
@@ -25,6 +26,7 @@ pub use assemble::{assemble_matrix, assemble_system, ElementVectorFn, Strategy, 
 pub use coloring::ElementColoring;
 pub use dirichlet::{Dirichlet, DofMap, CONSTRAINED};
 pub use error::AssemblyError;
-pub use plan::{AssemblyPlan, DEFAULT_BATCH_BYTES, NO_TARGET};
+pub use plan::{AssemblyPlan, PlanEstimate, DEFAULT_BATCH_BYTES, NO_TARGET};
+pub use predict::{predicted_lagrange_system, PredictedSystem};
 pub use sparsity::{NodeGraph, SparsityPattern};
 pub use vector::assemble_vector;

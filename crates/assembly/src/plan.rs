@@ -15,6 +15,7 @@ use crate::blocks::{par_new_chunks, split_rows, try_alloc, ROW_BLOCK};
 use crate::dirichlet::CONSTRAINED;
 use crate::sparsity::NodeGraph;
 use crate::{AssemblyError, DofMap, ElementColoring, SparsityPattern};
+use ferrofem_base::memory::Bytes;
 use ferrofem_base::Real;
 use ferrofem_space::{ElemRestriction, TransposeMap};
 use rayon::prelude::*;
@@ -61,6 +62,132 @@ pub struct AssemblyPlan {
     scratch: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
+/// Nodes whose neighbourhoods are counted exactly to estimate the nonzeros of a pattern.
+const NNZ_SAMPLE: usize = 1024;
+
+/// The memory an [`AssemblyPlan`] and the matrices assembled with it take, estimated from
+/// the restriction before any of it is allocated ([`AssemblyPlan::estimate`]).
+///
+/// The nonzeros are counted exactly on an evenly spaced sample of nodes (every node of
+/// small meshes) and scaled to all nodes; the plan's bytes are then
+///
+/// - the node → element transpose and the plan's copy of the restriction:
+///   `4 (2 E s + N)` for `E` elements of `s` nodes and `N` nodes;
+/// - the node graph, built in blocks and then joined (twice its `4 nnz_N` bytes at the
+///   peak) with its offsets: `8 nnz_N + 16 N`, `nnz_N = nnz / c²` for `c` components;
+/// - the pattern: row lengths, offsets (`16 rows`) and column indices (`4 nnz`);
+/// - the element → nonzero map: `4 E n²` for element matrices of `n = c s` rows.
+///
+/// A matrix adds its own copy of the pattern and the values: `8 rows + (4 + b) nnz` for
+/// `b`-byte scalars ([`PlanEstimate::matrix_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanEstimate {
+    /// Rows (and columns) of the assembled matrix: all dofs, or the free ones.
+    pub rows: usize,
+    /// Nonzeros of the assembled matrix (exact when every node was sampled).
+    pub nnz: u64,
+    /// Bytes of building and keeping the plan (see the type's documentation).
+    pub plan_bytes: u64,
+}
+
+impl PlanEstimate {
+    /// The estimate for `r` (with its transpose `t`) and the optional map of eliminated
+    /// dofs (`None` or unconstrained: the full system).
+    fn new(r: &ElemRestriction, t: &TransposeMap, map: Option<&DofMap>) -> PlanEstimate {
+        let (s, nc, nn, ne) = (r.elem_size(), r.ncomp(), r.num_nodes(), r.num_elem());
+        let map = map.filter(|m| !m.is_unconstrained());
+        let rows = map.map_or(r.lvec_len(), |m| m.num_free());
+        let free = |node: usize| -> u64 {
+            map.map_or(nc as u64, |m| {
+                m.reduced_of()[node * nc..(node + 1) * nc]
+                    .iter()
+                    .filter(|&&d| d != CONSTRAINED)
+                    .count() as u64
+            })
+        };
+        let samples = nn.min(NNZ_SAMPLE);
+        let mut scratch: Vec<u32> = Vec::new();
+        let (mut graph_sum, mut nnz_sum) = (0u64, 0u64);
+        for k in 0..samples {
+            let node = k * nn / samples;
+            scratch.clear();
+            let (a, z) = (
+                t.node_offsets[node] as usize,
+                t.node_offsets[node + 1] as usize,
+            );
+            for &pos in &t.entries[a..z] {
+                scratch.extend_from_slice(r.elem(pos as usize / s));
+            }
+            scratch.sort_unstable();
+            scratch.dedup();
+            graph_sum += scratch.len() as u64;
+            let row_len: u64 = scratch.iter().map(|&m| free(m as usize)).sum();
+            nnz_sum += free(node) * row_len;
+        }
+        let scale = |sum: u64| -> u64 {
+            if samples == 0 {
+                0
+            } else {
+                (sum as f64 * nn as f64 / samples as f64).round() as u64
+            }
+        };
+        let (graph_nnz, nnz) = (scale(graph_sum), scale(nnz_sum));
+        let n = (nc * s) as u64;
+        let (ne, s, nn, rows64) = (ne as u64, s as u64, nn as u64, rows as u64);
+        let plan_bytes = Bytes::array::<u32>(ne.saturating_mul(s).saturating_mul(2) + nn)
+            + Bytes::array::<u32>(graph_nnz).times(2)
+            + Bytes::array::<usize>(nn).times(2)
+            + Bytes::array::<usize>(rows64).times(2)
+            + Bytes::array::<u32>(nnz)
+            + Bytes::array::<u32>(ne.saturating_mul(n).saturating_mul(n));
+        PlanEstimate {
+            rows,
+            nnz,
+            plan_bytes: plan_bytes.0,
+        }
+    }
+
+    /// Bytes of one matrix assembled with the plan, with `scalar_bytes`-byte values: its
+    /// row offsets, column indices and values.
+    pub fn matrix_bytes(&self, scalar_bytes: usize) -> u64 {
+        matrix_bytes(self.rows, self.nnz, scalar_bytes)
+    }
+
+    /// Refuses the plan and one matrix of `scalar_bytes`-byte values when they exceed the
+    /// available memory ([`ferrofem_base::check_fits`]).
+    pub fn check(&self, scalar_bytes: usize) -> Result<(), AssemblyError> {
+        self.check_in(scalar_bytes, ferrofem_base::available_memory())
+    }
+
+    /// [`PlanEstimate::check`] against a given amount of available memory.
+    pub fn check_in(
+        &self,
+        scalar_bytes: usize,
+        available: Option<u64>,
+    ) -> Result<(), AssemblyError> {
+        let needed = (Bytes(self.plan_bytes) + Bytes(self.matrix_bytes(scalar_bytes))).0;
+        ferrofem_base::memory::fits(
+            &format!(
+                "the assembled matrix ({} rows, about {} nonzeros) and its assembly plan",
+                self.rows, self.nnz
+            ),
+            needed,
+            available,
+        )
+        .map_err(|e| {
+            e.with_remedy(
+                "use a matrix-free solver, or a smaller problem (fewer cells or a lower order)",
+            )
+            .into()
+        })
+    }
+}
+
+/// Bytes of a CSR matrix of `rows` rows and `nnz` nonzeros with `scalar_bytes`-byte values.
+fn matrix_bytes(rows: usize, nnz: u64, scalar_bytes: usize) -> u64 {
+    (Bytes::array::<usize>(rows as u64 + 1) + Bytes::of(nnz, 4 + scalar_bytes as u64)).0
+}
+
 /// Default size of the element-data buffer of one batch of the by-row strategy: meant to
 /// stay in the last-level cache between computing and summing (the fastest of 4 MiB,
 /// 32 MiB and unbatched on a 16-core Xeon with 300 MiB L3; smaller batches pay more
@@ -102,6 +229,8 @@ impl AssemblyPlan {
         }
         let map = map.filter(|m| !m.is_unconstrained()).cloned();
         let transpose = r.transpose();
+        // refused before the node graph, the pattern and the maps are allocated
+        PlanEstimate::new(r, &transpose, map.as_ref()).check(8)?;
         let graph = NodeGraph::new(r, &transpose);
         let pattern = SparsityPattern::from_graph(r, &graph, map.as_ref())?;
         drop(graph);
@@ -113,6 +242,16 @@ impl AssemblyPlan {
                 what: "element matrix entries",
                 count: usize::MAX,
             })?;
+        // with the exact pattern: the element -> nonzero map and one matrix still to come
+        ferrofem_base::check_fits(
+            &format!(
+                "the element -> nonzero map and the matrix ({} nonzeros)",
+                pattern.nnz()
+            ),
+            (Bytes::array::<u32>(len as u64)
+                + Bytes(matrix_bytes(pattern.nrows(), pattern.nnz() as u64, 8)))
+            .0,
+        )?;
         let targets = if len > 0 {
             compute_targets(r, map.as_ref(), &pattern)?
         } else {
@@ -130,6 +269,19 @@ impl AssemblyPlan {
             batches: OnceLock::new(),
             scratch: Mutex::new(None),
         })
+    }
+
+    /// The memory this plan and one matrix assembled with it will take, estimated before
+    /// any of it is allocated (the node → element transpose is built for it).
+    pub fn estimate(
+        r: &ElemRestriction,
+        map: Option<&DofMap>,
+    ) -> Result<PlanEstimate, AssemblyError> {
+        if let Some(m) = map {
+            crate::dirichlet::check_len("dof map", r.lvec_len(), m.num_dofs())?;
+        }
+        let map = map.filter(|m| !m.is_unconstrained());
+        Ok(PlanEstimate::new(r, &r.transpose(), map))
     }
 
     /// Sets the size of the element-data buffer per batch of the by-row strategy (in bytes

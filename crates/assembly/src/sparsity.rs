@@ -10,7 +10,7 @@
 //! With a [`DofMap`] the pattern is that of the reduced matrix `A_ff` of the free dofs,
 //! in the reduced numbering, for assembly with Dirichlet dofs eliminated.
 
-use crate::blocks::{offsets_of, par_eq, split_rows, ROW_BLOCK};
+use crate::blocks::{offsets_of, par_eq, split_rows, try_alloc, ROW_BLOCK};
 use crate::dirichlet::CONSTRAINED;
 use crate::{AssemblyError, DofMap};
 use ferrofem_base::{CsrMatrix, Real};
@@ -147,7 +147,13 @@ impl SparsityPattern {
                 count: nnz,
             });
         }
-        let mut col_idx = vec![0u32; nnz];
+        // the exact size is known now: checked against what is left before allocating
+        ferrofem_base::check_fits(
+            &format!("the sparsity pattern's column indices ({nnz} nonzeros)"),
+            4 * nnz as u64,
+        )?;
+        let mut col_idx = try_alloc::<u32>(nnz, "the sparsity pattern's column indices")?;
+        col_idx.resize(nnz, 0);
         split_rows(&mut col_idx, &row_ptr, ROW_BLOCK)
             .into_par_iter()
             .for_each(|(rows, out)| {

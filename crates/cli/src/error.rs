@@ -18,6 +18,10 @@ pub enum CliError {
     /// JSON serialisation.
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// The estimate of what the command needs exceeds the available memory (or an
+    /// allocation failed): refused before allocating, with both numbers.
+    #[error(transparent)]
+    Memory(#[from] ferrofem_base::MemoryError),
     /// An invalid combination of options, explained.
     #[error("{0}")]
     Usage(String),

@@ -1,6 +1,7 @@
 //! `ferrofem info`: the machine, its devices and their measured copy bandwidth.
 
 use crate::error::CliError;
+use crate::problem_args::ranges;
 use clap::Args;
 use serde::Serialize;
 
@@ -10,8 +11,9 @@ pub struct InfoArgs {
     /// Print as JSON.
     #[arg(long)]
     json: bool,
-    /// Bytes copied per bandwidth measurement.
-    #[arg(long, default_value_t = 1 << 30)]
+    /// Bytes copied per bandwidth measurement (the CPU's at most 512 MiB), 1 MiB to 1 EiB:
+    /// e.g. 1073741824, 1e9 or 512MiB.
+    #[arg(long, default_value_t = 1 << 30, value_parser = ranges::bytes)]
     bytes: usize,
 }
 
@@ -42,16 +44,18 @@ struct Info {
 
 /// Runs `ferrofem info`.
 pub fn run(a: InfoArgs) -> Result<(), CliError> {
+    let cpu_bytes = a.bytes.min(1 << 29);
+    crate::bench::check_host_buffers(cpu_bytes, 2)?;
     let mut info = Info {
         version: env!("CARGO_PKG_VERSION").into(),
         cpu_threads: rayon::current_num_threads(),
         cpu_copy_gbytes_per_s: ferrofem_operator::tensor::measure_copy_bandwidth(
-            a.bytes.min(1 << 29),
+            cpu_bytes,
             rayon::current_num_threads(),
         ),
         ..Default::default()
     };
-    gpu_info(&mut info, a.bytes);
+    gpu_info(&mut info, a.bytes)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(());
@@ -75,8 +79,9 @@ pub fn run(a: InfoArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Fills in the GPUs; a `bytes` too large for a device's (or the host's) memory is refused.
 #[cfg(feature = "cuda")]
-fn gpu_info(info: &mut Info, bytes: usize) {
+fn gpu_info(info: &mut Info, bytes: usize) -> Result<(), CliError> {
     use ferrofem_cuda::{blas::copy_bandwidth, compile, device_count, GpuDevice};
     info.nvrtc = match compile::nvrtc_version() {
         Ok((a, b)) => Some(format!("{a}.{b}")),
@@ -88,7 +93,7 @@ fn gpu_info(info: &mut Info, bytes: usize) {
         Ok(n) => n,
         Err(e) => {
             info.cuda = Some(format!("unavailable ({e})"));
-            return;
+            return Ok(());
         }
     };
     info.cuda = Some(format!("{count} device(s)"));
@@ -96,6 +101,7 @@ fn gpu_info(info: &mut Info, bytes: usize) {
         match GpuDevice::new(ordinal) {
             Ok(d) => {
                 let (maj, min) = d.compute_capability();
+                crate::bench::check_device_buffers(&d, bytes)?;
                 let bw = copy_bandwidth(&d, bytes, 20).unwrap_or(f64::NAN);
                 info.gpus.push(GpuInfo {
                     ordinal,
@@ -112,9 +118,12 @@ fn gpu_info(info: &mut Info, bytes: usize) {
             Err(e) => info.cuda = Some(format!("device {ordinal}: {e}")),
         }
     }
+    Ok(())
 }
 
+/// Without the `cuda` feature: says so.
 #[cfg(not(feature = "cuda"))]
-fn gpu_info(info: &mut Info, _bytes: usize) {
+fn gpu_info(info: &mut Info, _bytes: usize) -> Result<(), CliError> {
     info.cuda = Some("not built (feature `cuda` off)".into());
+    Ok(())
 }

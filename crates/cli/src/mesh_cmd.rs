@@ -164,7 +164,8 @@ pub fn run(a: MeshArgs) -> Result<(), CliError> {
         }
         tags.iter()
             .map(|t| match &t.name {
-                Some(n) => format!("{} \"{}\": {}", t.tag, n, t.count),
+                // names come from the file: control characters are shown escaped
+                Some(n) => format!("{} \"{}\": {}", t.tag, n.escape_debug(), t.count),
                 None => format!("{}: {}", t.tag, t.count),
             })
             .collect::<Vec<_>>()

@@ -25,6 +25,10 @@ pub enum PipelineError {
     /// Writing an output file failed.
     #[error(transparent)]
     Io(#[from] ferrofem_io::IoError),
+    /// The estimate of what a step needs exceeds the available memory (or an allocation
+    /// failed): refused before allocating, with both numbers.
+    #[error(transparent)]
+    Memory(#[from] ferrofem_base::MemoryError),
     /// A boundary named by `--dirichlet` that the mesh does not have.
     #[error("unknown boundary '{given}' for --dirichlet; {available}")]
     UnknownBoundary {

@@ -33,12 +33,13 @@ use crate::pipeline_error::PipelineError;
 use crate::problem::{FormVisitor, Problem, ProblemKind, ProblemOptions};
 use crate::progress::Progress;
 use clap::ValueEnum;
-use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
+use ferrofem_assembly::{predicted_lagrange_system, AssemblyPlan, DofMap, Strategy};
 use ferrofem_base::{LinearOperator, Real};
 use ferrofem_io::{write_space_vtu, Encoding};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::{add_boundary_values, errors, ConstrainedOperator, FormOperator};
 use ferrofem_physics::Physics;
+use ferrofem_solver::direct::check_predicted_memory;
 use ferrofem_solver::{
     cg, gmres, newton, pcg, CpuSpace, DirectFactorization, DirectKind, GmresOptions, LinearInfo,
     NewtonOptions, NewtonStats, NonlinearProblem, SolveOptions as KrylovOptions, SolveStats,
@@ -390,6 +391,9 @@ pub fn solve(
             solver.name()
         )));
     }
+    if solver == SolverKind::Direct && !settings.on_gpu() {
+        check_direct_memory(mesh, options)?;
+    }
     progress.stage("setting up the space and boundary conditions");
     let problem = Problem::new(mesh, options)?;
     progress.stage("building the operator (geometry, tabulation)");
@@ -455,6 +459,35 @@ pub fn solve(
         u: outcome.u,
         report,
     })
+}
+
+/// Refuses, from the mesh's counts alone and before anything is built, a direct solve
+/// whose predicted factor (with the assembled matrix) does not fit in the available
+/// memory: the space, operator and matrix of such a problem would take minutes and
+/// gigabytes before the factorisation's own exact check could refuse it.
+fn check_direct_memory(mesh: &Mesh, options: &ProblemOptions) -> Result<(), PipelineError> {
+    let ncomp = if options.kind == ProblemKind::Elasticity {
+        mesh.dim()
+    } else {
+        1
+    };
+    let p = predicted_lagrange_system(
+        mesh.cell_type(),
+        mesh.num_cells(),
+        mesh.num_vertices(),
+        options.order,
+        ncomp,
+    );
+    // the assembled matrix: values, column indices and row offsets
+    let matrix = 12 * p.nnz + 8 * p.dofs;
+    check_predicted_memory(
+        p.dofs as usize,
+        p.nnz as usize,
+        mesh.dim(),
+        options.kind != ProblemKind::Nonlinear,
+        matrix,
+    )?;
+    Ok(())
 }
 
 /// Writes the solution as VTU for ParaView: point fields `u` (the discrete solution,

@@ -23,10 +23,10 @@ pub struct SolveArgs {
     solver: Option<SolverKind>,
     /// Relative tolerance of the Krylov solve or of Newton (default 1e-10 in f64, 1e-5 in
     /// f32).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::problem_args::ranges::rtol)]
     rtol: Option<f64>,
     /// Iteration limit of the Krylov solve.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_parser = crate::problem_args::ranges::usize_from(1))]
     max_iter: usize,
     /// Where to run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]

@@ -67,6 +67,10 @@ pub enum MeshError {
         /// Vertex index.
         vertex: usize,
     },
+    /// A step (a refinement) would not fit in the available memory: refused before it
+    /// allocates, with the estimate.
+    #[error(transparent)]
+    Memory(#[from] ferrofem_base::MemoryError),
     /// More vertices or cells than 32-bit indices can address.
     #[error("mesh too large: {what} = {count} exceeds the 32-bit index range")]
     TooLarge {

@@ -149,7 +149,11 @@ pub enum SolverError {
     /// the direct solution is meaningless.
     #[error("matrix is singular: {0}")]
     Singular(String),
-    /// The factorisation library failed for a non-numerical reason (for example memory).
+    /// A factorisation (or another step) would not fit in the available memory, refused
+    /// before allocating with the estimate; or an allocation failed.
+    #[error(transparent)]
+    Memory(#[from] ferrofem_base::MemoryError),
+    /// The factorisation library failed for a non-numerical reason.
     #[error("sparse factorisation failed: {0}")]
     Factorization(String),
     /// Newton's backtracking line search could not reduce the residual.

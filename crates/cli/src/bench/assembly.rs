@@ -23,8 +23,10 @@
 use super::bp::Precision;
 use super::median;
 use crate::error::CliError;
+use crate::problem_args::ranges;
 use clap::{Args, ValueEnum};
 use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
+use ferrofem_base::memory::Bytes;
 use ferrofem_base::{CsrMatrix, Real};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::measure_copy_bandwidth;
@@ -72,8 +74,9 @@ pub struct AssemblyArgs {
     /// The matrix.
     #[arg(long, value_enum, default_value_t = AssemblyProblem::Poisson)]
     problem: AssemblyProblem,
-    /// Polynomial order.
-    #[arg(long, default_value_t = 1)]
+    /// Polynomial order: 1 to 15 on quadrilaterals and hexahedra, 1 to 6 on triangles, 1 to
+    /// 4 on tetrahedra.
+    #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(1, ranges::MAX_ORDER))]
     order: usize,
     /// Strategy (or all).
     #[arg(long, value_enum, default_value_t = StrategyArg::All)]
@@ -84,15 +87,15 @@ pub struct AssemblyArgs {
     /// Eliminate the boundary dofs (assemble the reduced matrix on the free dofs).
     #[arg(long)]
     dirichlet: bool,
-    /// Quadrature degree (default: exact for the stiffness on affine simplices, `2(p − 1)`;
-    /// `p + 1` Gauss points per direction on quadrilaterals and hexahedra).
-    #[arg(long)]
+    /// Quadrature degree, 0 to 400 (default: exact for the stiffness on affine simplices,
+    /// `2(p − 1)`; `p + 1` Gauss points per direction on quadrilaterals and hexahedra).
+    #[arg(long, value_parser = ranges::usize_in(0, ranges::MAX_QDEGREE))]
     qdegree: Option<usize>,
-    /// Timed assemblies per strategy (median reported).
-    #[arg(long, default_value_t = 10)]
+    /// Timed assemblies per strategy (median reported), 1 to 1e6.
+    #[arg(long, default_value_t = 10, value_parser = ranges::usize_in(1, ranges::MAX_REPS))]
     reps: usize,
-    /// Untimed assemblies first (after the first call, reported apart).
-    #[arg(long, default_value_t = 1)]
+    /// Untimed assemblies first (after the first call, reported apart), 0 to 1e6.
+    #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(0, ranges::MAX_REPS))]
     warmup: usize,
     /// Print JSON records (one per line) instead of the table.
     #[arg(long)]
@@ -135,11 +138,6 @@ fn usage(e: impl std::fmt::Display) -> CliError {
 
 /// Runs `ferrofem bench assembly`.
 pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
-    if a.order == 0 || a.reps == 0 {
-        return Err(CliError::Usage(
-            "--order and --reps must be at least 1".into(),
-        ));
-    }
     let spec = BoxSpec::parse(&a.box_spec)?;
     let t = Instant::now();
     let mesh = generate_box(&spec)?;
@@ -212,6 +210,69 @@ fn model_bytes(
     cells * (2.0 * s * n2 + 4.0 * n2 + s * (dim * dim + 1) as f64 * geo_points) + s * nnz as f64
 }
 
+/// Refuses a run whose form operator, assembly plan, matrix and strategy buffers would
+/// not fit in the available memory, before any of them is built: the form operator by
+/// [`super::form_operator_bytes`] (Gauss points `(p + 1)^d` by default on tensor cells),
+/// the plan and matrix by [`AssemblyPlan::estimate`], the by-nonzero strategy's buffer of
+/// every element matrix (`(n² + n)` scalars per cell) and reduction lists (`4 nnz + 4 n²`
+/// per cell) when it runs, and an element matrix per thread.
+fn check_memory<T: Real>(
+    mesh: &Mesh,
+    space: &H1Space,
+    quadrature: &Quadrature,
+    map: Option<&DofMap>,
+    a: &AssemblyArgs,
+) -> Result<(), CliError> {
+    let ct = mesh.cell_type();
+    let d = mesh.dim() as u64;
+    let nq = match quadrature {
+        Quadrature::Degree(k) => super::rule_points_bound(ct, *k),
+        _ => (a.order as u64 + 1).saturating_pow(d as u32),
+    };
+    let r = space.restriction();
+    let cells = mesh.num_cells() as u64;
+    let b = T::BYTES as u64;
+    let operator = super::form_operator_bytes(
+        cells,
+        nq,
+        d,
+        ct.is_simplex(),
+        r.elem_size() as u64,
+        r.ncomp() as u64,
+        b,
+    );
+    let plan = AssemblyPlan::estimate(r, map).map_err(usage)?;
+    let n = (r.ncomp() * r.elem_size()) as u64;
+    let n2 = n.saturating_mul(n);
+    let by_nonzero = if matches!(a.strategy, StrategyArg::All | StrategyArg::ByNonzero) {
+        Bytes::of(cells.saturating_mul(n2 + n), b)
+            + Bytes::of(plan.nnz, 4)
+            + Bytes::of(cells.saturating_mul(n2), 4)
+    } else {
+        Bytes(0)
+    };
+    let per_thread = Bytes::of(n2, b).times(rayon::current_num_threads() as u64);
+    let needed = Bytes(operator)
+        + Bytes(plan.plan_bytes)
+        + Bytes(plan.matrix_bytes(T::BYTES))
+        + by_nonzero
+        + per_thread
+        + Bytes::of(ferrofem_assembly::DEFAULT_BATCH_BYTES as u64, 1);
+    ferrofem_base::check_fits(
+        &format!(
+            "assembling {}x{n} element matrices of {cells} cells ({} rows, about {} nonzeros)",
+            n, plan.rows, plan.nnz
+        ),
+        needed.0,
+    )
+    .map_err(|e| {
+        e.with_remedy(
+            "give a lower --order, a smaller --box or one --strategy other than by-nonzero",
+        )
+        .into()
+    })
+}
+
 fn bench<T: Real, P: Physics<T>>(
     mesh: &Mesh,
     space: &H1Space,
@@ -226,17 +287,18 @@ fn bench<T: Real, P: Physics<T>>(
         (None, true) => Quadrature::Degree(2 * (a.order - 1)),
         (None, false) => Quadrature::Default,
     };
-    let options = FormOptions {
-        quadrature,
-        ..FormOptions::default()
-    };
-    let op = FormOperator::<T, P>::with_options(mesh, space, physics, options).map_err(usage)?;
     let map = if a.dirichlet {
         let nodes = space.boundary_nodes(mesh)?;
         Some(DofMap::new(space.num_dofs(), &space.node_dofs(&nodes, None)).map_err(usage)?)
     } else {
         None
     };
+    check_memory::<T>(mesh, space, &quadrature, map.as_ref(), a)?;
+    let options = FormOptions {
+        quadrature,
+        ..FormOptions::default()
+    };
+    let op = FormOperator::<T, P>::with_options(mesh, space, physics, options).map_err(usage)?;
     let t = Instant::now();
     let plan = AssemblyPlan::new(op.restriction(), map.as_ref()).map_err(usage)?;
     let plan_s = t.elapsed().as_secs_f64();

@@ -8,6 +8,7 @@ use super::median;
 use crate::backend::{select, Backend, BackendArg};
 use crate::error::CliError;
 use crate::mesh_source::Reorder;
+use crate::problem_args::ranges;
 use clap::{Args, ValueEnum};
 use ferrofem_base::random::random_vector;
 use ferrofem_mesh::{generate_box, read_gmsh, BoxSpec, CellType, Mesh};
@@ -173,14 +174,14 @@ pub enum Numbering {
 /// Options of `ferrofem bench bp*`.
 #[derive(Args, Debug, Clone)]
 pub struct BpArgs {
-    /// Polynomial orders: a range `1..8` or a list `3,5,7`.
-    #[arg(long, default_value = "1..8")]
-    order: String,
+    /// Polynomial orders: a range `1..8` or a list `3,5,7`, each 1 to 15.
+    #[arg(long, default_value = "1..8", value_parser = parse_orders)]
+    order: Orders,
     /// Where to run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
-    /// Target number of global DoFs (the box is sized to come close).
-    #[arg(long, default_value_t = 4e7)]
+    /// Target number of global DoFs (the box is sized to come close), 1 to 1e12.
+    #[arg(long, default_value_t = 4e7, allow_negative_numbers = true, value_parser = ranges::float_in(1.0, 1e12))]
     dofs: f64,
     /// Scalar type.
     #[arg(long, value_enum, default_value_t = Precision::F64)]
@@ -188,12 +189,13 @@ pub struct BpArgs {
     /// Geometry variant(s).
     #[arg(long, value_enum, default_value_t = GeoArg::All)]
     geo: GeoArg,
-    /// Mass coefficient of BP3 / BP3.5 (screened Poisson); 0 is pure diffusion.
-    #[arg(long, default_value_t = 0.0)]
+    /// Mass coefficient of BP3 / BP3.5 (screened Poisson), finite and >= 0; 0 is pure
+    /// diffusion.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = ranges::non_negative)]
     alpha: f64,
-    /// Perturbation of interior vertices (fraction of the cell size): trilinear cells.
-    /// The generated box's only: a `--mesh` keeps its own vertices.
-    #[arg(long, default_value_t = 0.2)]
+    /// Perturbation of interior vertices (fraction of the cell size), 0 to 0.35: trilinear
+    /// cells. The generated box's only: a `--mesh` keeps its own vertices.
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true, value_parser = ranges::perturb)]
     perturb: f64,
     /// A hexahedral Gmsh mesh (MSH 2.2 or 4.1) instead of the generated box, refined
     /// uniformly (`--refine`); `--reorder` then orders its cells before refinement, and the
@@ -211,15 +213,15 @@ pub struct BpArgs {
     /// three directions close in time, so their shared nodes are still in L2.
     #[arg(long, value_enum, default_value_t = Reorder::None)]
     reorder: Reorder,
-    /// Timed applications (median reported).
-    #[arg(long, default_value_t = 20)]
+    /// Timed applications (median reported), 1 to 1e6.
+    #[arg(long, default_value_t = 20, value_parser = ranges::usize_in(1, ranges::MAX_REPS))]
     reps: usize,
-    /// Untimed applications first.
-    #[arg(long, default_value_t = 3)]
+    /// Untimed applications first, 0 to 1e6.
+    #[arg(long, default_value_t = 3, value_parser = ranges::usize_in(0, ranges::MAX_REPS))]
     warmup: usize,
-    /// Elements per thread block on the GPU (default: the tuned choice, else chosen from
-    /// the shape), comma-separated to measure several on one mesh.
-    #[arg(long, value_delimiter = ',')]
+    /// Elements per thread block on the GPU, 1 to 1024 (default: the tuned choice, else
+    /// chosen from the shape), comma-separated to measure several on one mesh.
+    #[arg(long, value_delimiter = ',', value_parser = ranges::usize_in(1, 1024))]
     elems_per_block: Vec<usize>,
     /// GPU kernel design(s), comma-separated: `pencil` (v2), `persistent` (v5), `slice2d`
     /// (v1, the paper's), `registers` (v6) or `lattice` (v26). Default: the tuned kernel of
@@ -243,8 +245,8 @@ pub struct BpArgs {
     /// Lattice kernel (v31): a block walks a column of this many bricks (`--bricks`) along
     /// z, carrying the lattice plane two steps share, so that the numbering, the offsets
     /// and the atomics are the column's; comma-separated to measure several (default 1:
-    /// one brick per block).
-    #[arg(long, value_delimiter = ',')]
+    /// one brick per block), each 1 to 32.
+    #[arg(long, value_delimiter = ',', value_parser = ranges::usize_in(1, 32))]
     lattice_steps: Vec<usize>,
     /// Lattice kernel (v33): where the scatter takes the brick boundary's offsets from
     /// (`global`, `shared`) and whether it stages the boundary's sums (`staged`);
@@ -281,9 +283,9 @@ pub struct BpArgs {
     #[arg(long, value_enum, default_value_t = Numbering::InteriorLast)]
     numbering: Numbering,
     /// v2: minimum resident blocks per multiprocessor asked of the compiler (caps
-    /// registers; 0: no cap, overriding the tuned one), comma-separated to measure several
-    /// on one mesh.
-    #[arg(long, value_delimiter = ',')]
+    /// registers; 0: no cap, overriding the tuned one), 0 to 32 (the most blocks a
+    /// multiprocessor holds), comma-separated to measure several on one mesh.
+    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(0, 32))]
     min_blocks: Vec<u32>,
     /// v2, stored geometry: stage it in shared memory with bulk copies (`shared`), read it
     /// from global memory in the pointwise phase (`direct`), measure both, or use the
@@ -309,9 +311,9 @@ pub struct BpArgs {
     #[arg(long, value_delimiter = ',')]
     evict_first: Vec<bool>,
     /// The lattice kernel (v42): each block asks L2 for the gather's offsets and interior
-    /// nodes of the brick this many bricks ahead (0: none; default: the tuned choice),
-    /// comma-separated to measure several (e.g. `0,396,792`).
-    #[arg(long, value_delimiter = ',')]
+    /// nodes of the brick this many bricks ahead (0: none; default: the tuned choice), 0
+    /// to 1e6, comma-separated to measure several (e.g. `0,396,792`).
+    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(0, 1_000_000))]
     gather_lookahead: Vec<u32>,
     /// v2, non-persistent: the scatter reloads the skeleton offsets instead of keeping the
     /// gather's indices in registers, comma-separated to measure both (`false,true`).
@@ -323,17 +325,19 @@ pub struct BpArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     skeleton_zeroing: Vec<ZeroingArg>,
     /// v2, non-persistent: element groups each thread block runs one after another,
-    /// comma-separated to measure several on one mesh (default: the tuned choice, else 1).
-    #[arg(long, value_delimiter = ',')]
+    /// 1 to 1024, comma-separated to measure several on one mesh (default: the tuned
+    /// choice, else 1).
+    #[arg(long, value_delimiter = ',', value_parser = ranges::usize_in(1, 1024))]
     groups_in_sequence: Vec<usize>,
     /// With `--skeleton-zeroing lookahead`: how far ahead a block zeroes, in percent of
-    /// the element groups resident at once, comma-separated to measure several (default
-    /// 100).
-    #[arg(long, value_delimiter = ',')]
+    /// the element groups resident at once, 1 to 1000, comma-separated to measure several
+    /// (default 100).
+    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(1, 1000))]
     zero_ahead: Vec<u32>,
-    /// With `--skeleton-zeroing pipelined`: launches per application, comma-separated to
-    /// measure several (default 0: each launch about a third of L2 in model bytes).
-    #[arg(long, value_delimiter = ',')]
+    /// With `--skeleton-zeroing pipelined`: launches per application, 0 to 4096,
+    /// comma-separated to measure several (default 0: each launch about a third of L2 in
+    /// model bytes).
+    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(0, 4096))]
     pipeline_chunks: Vec<u32>,
     /// GPU, BP1's register-column kernel with stored geometry (v20): the weights stored x
     /// slowest so that the x-pencil owners read them coalesced, comma-separated to measure
@@ -368,8 +372,8 @@ pub struct BpArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_brick)]
     bricks: Vec<Option<[usize; 3]>>,
     /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
-    /// to this relative residual.
-    #[arg(long)]
+    /// to this relative residual, in (0, 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = ranges::rtol)]
     solve: Option<f64>,
     /// Print JSON records (one per line) instead of the table.
     #[arg(long)]
@@ -435,6 +439,64 @@ fn parse_refine(s: &str) -> Result<RefineArg, String> {
         .ok_or_else(|| format!("'{s}': give auto or a number of levels, 0 to 10"))
 }
 
+/// The refinement levels of `--mesh` at order `p`: `--refine`, or those that bring the
+/// DoFs closest to `--dofs`.
+fn levels_of(a: &BpArgs, coarse: &Mesh, p: usize) -> usize {
+    match a.refine {
+        RefineArg::Levels(l) => l,
+        RefineArg::Auto => refine_levels(coarse.num_cells(), p, a.dofs),
+    }
+}
+
+/// Refuses order `p` when a lower bound of what its run holds at once does not fit in the
+/// available memory, before the mesh is made: the hexahedral mesh (36 bytes per cell for
+/// the connectivity and tag, 24 per vertex, about a vertex per cell), the element → node
+/// offsets (`4 (p + 1)³` per cell), the stored geometric factors when a stored variant
+/// runs (`q³` points per cell, `q = p + 2`, `p + 1` for BP3.5), and the input and output
+/// vectors with the random input made in `f64`.
+fn check_memory(
+    name: BpName,
+    p: usize,
+    a: &BpArgs,
+    geos: &[GeometryMode],
+    coarse: Option<&Mesh>,
+) -> Result<(), CliError> {
+    let cells = match coarse {
+        Some(m) => (m.num_cells() as f64) * 8f64.powi(levels_of(a, m, p).min(64) as i32),
+        None => (elems_per_dir(p, a.dofs) as f64).powi(3),
+    };
+    let pf = p as f64;
+    let dofs = (cells.cbrt() * pf + 1.0).powi(3);
+    let scalar = match a.precision {
+        Precision::F64 => 8.0,
+        Precision::F32 => 4.0,
+    };
+    let q = if name == BpName::Bp35 {
+        pf + 1.0
+    } else {
+        pf + 2.0
+    };
+    let kind = kind_of(name, a.alpha);
+    let geometry = if geos.contains(&GeometryMode::Stored) {
+        cells
+            * q.powi(3)
+            * ferrofem_operator::tensor::model::factors_per_point(kind, 3) as f64
+            * scalar
+    } else {
+        0.0
+    };
+    let bytes =
+        60.0 * cells + 4.0 * (pf + 1.0).powi(3) * cells + geometry + dofs * (2.0 * scalar + 8.0);
+    ferrofem_base::check_fits(
+        &format!("order {p} on {cells:.3e} hexahedra ({dofs:.3e} DoFs)"),
+        bytes.min(u64::MAX as f64) as u64,
+    )
+    .map_err(|e| {
+        e.with_remedy("give a smaller --dofs (or fewer --refine levels)")
+            .into()
+    })
+}
+
 /// Uniform refinement levels that bring `cells` hexahedra at order `p` closest to `dofs`
 /// (on a logarithmic scale: each level multiplies the DoFs by about 8).
 fn refine_levels(cells: usize, p: usize, dofs: f64) -> usize {
@@ -470,12 +532,14 @@ fn parse_brick(s: &str) -> Result<Option<[usize; 3]>, String> {
     }
 }
 
-fn parse_orders(s: &str) -> Result<Vec<usize>, CliError> {
-    let bad = || {
-        CliError::Usage(format!(
-            "--order '{s}': give a range like 1..8 or a list like 3,5,7"
-        ))
-    };
+/// The polynomial orders of `--order`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Orders(Vec<usize>);
+
+/// `--order`: a range `a..b` (or `a..=b`, both included) or a list `3,5,7` of orders in
+/// 1..=15.
+fn parse_orders(s: &str) -> Result<Orders, String> {
+    let bad = || format!("'{s}': give a range like 1..8 or a list like 3,5,7 of orders in 1..=15");
     let v: Vec<usize> = if let Some((a, b)) = s.split_once("..") {
         let a: usize = a.trim().parse().map_err(|_| bad())?;
         let b: usize = b
@@ -489,12 +553,12 @@ fn parse_orders(s: &str) -> Result<Vec<usize>, CliError> {
             .map(|t| t.trim().parse().map_err(|_| bad()))
             .collect::<Result<_, _>>()?
     };
-    if v.is_empty() || v.iter().any(|&p| p == 0 || p > 15) {
-        return Err(CliError::Usage(format!(
-            "--order '{s}': orders must be in 1..=15"
-        )));
+    if v.is_empty() || v.iter().any(|&p| p == 0 || p as u64 > ranges::MAX_ORDER) {
+        return Err(format!(
+            "'{s}': orders must be in 1..=15 (and a range not empty)"
+        ));
     }
-    Ok(v)
+    Ok(Orders(v))
 }
 
 fn kind_of(name: BpName, alpha: f64) -> TensorKind {
@@ -625,10 +689,7 @@ fn problem(
         [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
     });
     let (mesh, origin, auto) = if let (Some(path), Some(mesh)) = (&a.mesh, coarse) {
-        let levels = match a.refine {
-            RefineArg::Levels(l) => l,
-            RefineArg::Auto => refine_levels(mesh.num_cells(), p, a.dofs),
-        };
+        let levels = levels_of(a, mesh, p);
         let mut mesh = mesh.refined(levels)?;
         let m = 1usize << levels;
         let mut auto = auto;
@@ -729,7 +790,7 @@ fn solve_config(
 
 /// Runs `ferrofem bench bp*`.
 pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
-    let orders = parse_orders(&a.order)?;
+    let orders = a.order.0.clone();
     let backend = select(a.backend)?;
     if let Backend::Cpu {
         fallback_reason: Some(r),
@@ -743,9 +804,7 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
             "--kernel lattice runs a block per brick: give --bricks AxBxC".into(),
         ));
     }
-    if !a.lattice_steps.is_empty()
-        && (!a.kernel.contains(&KernelArg::Lattice) || a.lattice_steps.contains(&0))
-    {
+    if !a.lattice_steps.is_empty() && !a.kernel.contains(&KernelArg::Lattice) {
         return Err(CliError::Usage(
             "--lattice-steps (1 or more) walks the lattice kernel's bricks in columns: give --kernel lattice --bricks AxBxC".into(),
         ));
@@ -762,6 +821,10 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     };
     // read once, before the table starts (a mesh the operators cannot take is refused)
     let coarse = file_mesh(&a)?;
+    // every order's memory, before the table starts
+    for &p in &orders {
+        check_memory(name, p, &a, &geos, coarse.as_ref())?;
+    }
     let copy_gbs = copy_bandwidth(&backend)?;
     if !a.json {
         println!(

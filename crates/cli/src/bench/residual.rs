@@ -14,6 +14,7 @@ use super::bp::Precision;
 use super::median;
 use crate::backend::BackendArg;
 use crate::error::CliError;
+use crate::problem_args::ranges;
 use clap::{Args, ValueEnum};
 use ferrofem_base::random::random_vector;
 use ferrofem_base::{CellType, Real};
@@ -87,19 +88,19 @@ pub enum GeometryArg {
 #[derive(Args, Debug, Clone)]
 pub struct ResidualArgs {
     /// Spatial dimension: 2 (triangles) or 3 (tetrahedra).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = ranges::usize_in(2, 3))]
     dim: usize,
     /// The physics.
     #[arg(long, value_enum, default_value_t = ResidualPhysics::Poisson)]
     physics: ResidualPhysics,
-    /// Polynomial order of the solution space.
-    #[arg(long, default_value_t = 1)]
+    /// Polynomial order of the solution space: 1 to 6 on triangles, 1 to 4 on tetrahedra.
+    #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(1, MAX_SIMPLEX_ORDER))]
     order: usize,
     /// Scalar type.
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     precision: Precision,
-    /// Approximate number of cells (the box is sized to come close).
-    #[arg(long, default_value_t = 1e6)]
+    /// Approximate number of cells (the box is sized to come close): 1 to 1e12.
+    #[arg(long, default_value_t = 1e6, allow_negative_numbers = true, value_parser = ranges::float_in(1.0, 1e12))]
     cells: f64,
     /// Where to run: the CPU form operator, or the GPU kernels (every strategy and output).
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
@@ -107,8 +108,8 @@ pub struct ResidualArgs {
     /// Storage of the `poisson-varcoef` coefficient.
     #[arg(long, value_enum, default_value_t = CoefArg::P1)]
     coef: CoefArg,
-    /// Quadrature degree (default: exact for the stiffness on affine cells).
-    #[arg(long)]
+    /// Quadrature degree, 0 to 400 (default: exact for the stiffness on affine cells).
+    #[arg(long, value_parser = ranges::usize_in(0, ranges::MAX_QDEGREE))]
     qdegree: Option<usize>,
     /// Accumulation strategy (or all).
     #[arg(long, value_enum, default_value_t = AccumulationArg::ElementVectors)]
@@ -116,14 +117,14 @@ pub struct ResidualArgs {
     /// GPU: cell geometry stored per cell, computed from the vertices, or both.
     #[arg(long, value_enum, default_value_t = GeometryArg::Stored)]
     geometry: GeometryArg,
-    /// Perturbation of interior vertices (fraction of the grid spacing).
-    #[arg(long, default_value_t = 0.2)]
+    /// Perturbation of interior vertices (fraction of the grid spacing), 0 to 0.35.
+    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true, value_parser = ranges::perturb)]
     perturb: f64,
-    /// Timed evaluations (median reported).
-    #[arg(long, default_value_t = 20)]
+    /// Timed evaluations (median reported), 1 to 1e6.
+    #[arg(long, default_value_t = 20, value_parser = ranges::usize_in(1, ranges::MAX_REPS))]
     reps: usize,
-    /// Untimed evaluations first.
-    #[arg(long, default_value_t = 3)]
+    /// Untimed evaluations first, 0 to 1e6.
+    #[arg(long, default_value_t = 3, value_parser = ranges::usize_in(0, ranges::MAX_REPS))]
     warmup: usize,
     /// Print JSON records (one per line) instead of the table.
     #[arg(long)]
@@ -210,8 +211,13 @@ impl Setup {
     }
 }
 
-fn setup(a: &ResidualArgs) -> Result<Setup, CliError> {
-    let t = Instant::now();
+/// The largest order of the simplices the benchmark runs on (triangles; tetrahedra take
+/// up to 4, which their element checks).
+const MAX_SIMPLEX_ORDER: u64 = ferrofem_fe::LagrangeElement::max_order(CellType::Triangle) as u64;
+
+/// The cell type of `--dim` and the box's cells per axis, `n`, that bring the cell count
+/// closest to `--cells` (triangles: `2 n²` cells; tetrahedra: `6 n³`).
+fn grid(a: &ResidualArgs) -> Result<(CellType, usize), CliError> {
     let ct = match a.dim {
         2 => CellType::Triangle,
         3 => CellType::Tetrahedron,
@@ -221,19 +227,56 @@ fn setup(a: &ResidualArgs) -> Result<Setup, CliError> {
             )))
         }
     };
-    if !(a.cells >= 1.0 && a.cells.is_finite()) {
-        return Err(CliError::Usage(format!(
-            "--cells {}: give a positive number of cells",
-            a.cells
-        )));
-    }
-    // triangles: 2 n^2 cells; tetrahedra: 6 n^3
     let n = if a.dim == 2 {
         (a.cells / 2.0).sqrt()
     } else {
         (a.cells / 6.0).cbrt()
     };
-    let n = (n.round() as usize).max(1);
+    Ok((ct, (n.round() as usize).max(1)))
+}
+
+/// The quadrature degree: `--qdegree`, or exact for the stiffness on affine cells
+/// (`2(p − 1)`, plus 1 for a P1 coefficient).
+fn qdegree(a: &ResidualArgs) -> usize {
+    let varcoef = a.physics == ResidualPhysics::PoissonVarcoef;
+    let coef_order = usize::from(varcoef && a.coef == CoefArg::P1);
+    a.qdegree.unwrap_or(2 * (a.order - 1) + coef_order)
+}
+
+/// Refuses a CPU run whose form operator (geometry at every quadrature point of every
+/// cell, tabulation, element vectors) and vectors would not fit in the available memory,
+/// before the mesh is made.
+fn check_memory<T: Real>(a: &ResidualArgs) -> Result<(), CliError> {
+    let (ct, n) = grid(a)?;
+    let d = a.dim as u64;
+    let cells = (n as u64).saturating_pow(d as u32) * if d == 2 { 2 } else { 6 };
+    let p = a.order as u64;
+    // nodes of the order-p simplex: binomial(p + d, d)
+    let nodes = (1..=d).fold(1u64, |acc, k| acc * (p + k) / k);
+    let ncomp = if a.physics == ResidualPhysics::Elasticity {
+        d
+    } else {
+        1
+    };
+    let nq = super::rule_points_bound(ct, qdegree(a));
+    let operator = super::form_operator_bytes(cells, nq, d, true, nodes, ncomp, T::BYTES as u64);
+    // the solution and residual vectors, at most one dof per element node
+    let vectors = 2 * cells
+        .saturating_mul(nodes * ncomp)
+        .saturating_mul(T::BYTES as u64);
+    ferrofem_base::check_fits(
+        &format!("the residual operator on {cells} cells with up to {nq} quadrature points each"),
+        operator.saturating_add(vectors),
+    )
+    .map_err(|e| {
+        e.with_remedy("give a lower --qdegree or fewer --cells")
+            .into()
+    })
+}
+
+fn setup(a: &ResidualArgs) -> Result<Setup, CliError> {
+    let t = Instant::now();
+    let (ct, n) = grid(a)?;
     let mut spec = BoxSpec::unit(ct, &vec![n; a.dim]);
     spec.perturb = a.perturb;
     spec.seed = 1;
@@ -268,14 +311,12 @@ fn setup(a: &ResidualArgs) -> Result<Setup, CliError> {
         }
         (false, _) => (None, Vec::new()),
     };
-    let coef_order = usize::from(varcoef && a.coef == CoefArg::P1);
-    let qdegree = a.qdegree.unwrap_or(2 * (a.order - 1) + coef_order);
     Ok(Setup {
         mesh,
         space,
         coef_space,
         coef_values,
-        qdegree,
+        qdegree: qdegree(a),
         prep_s: t.elapsed().as_secs_f64(),
     })
 }
@@ -298,16 +339,14 @@ pub fn run(a: ResidualArgs) -> Result<(), CliError> {
     {
         eprintln!("note: {r}; running on the CPU");
     }
-    if a.order == 0 {
-        return Err(CliError::Usage("--order must be at least 1".into()));
-    }
-    if a.reps == 0 {
-        return Err(CliError::Usage("--reps must be at least 1".into()));
-    }
     #[cfg(feature = "cuda")]
     if let crate::backend::Backend::Cuda(dev) = &backend {
         let st = setup(&a)?;
         return gpu::run(dev, &st, &a);
+    }
+    match a.precision {
+        Precision::F64 => check_memory::<f64>(&a)?,
+        Precision::F32 => check_memory::<f32>(&a)?,
     }
     let copy_gbs = measure_copy_bandwidth(1 << 29, 0);
     let st = setup(&a)?;
