@@ -246,14 +246,15 @@ pub(crate) fn accept_accuracy_limit(
     match result {
         Err(SolverError::AccuracyLimit(stats)) => {
             warnings.push(format!(
-                "the tolerance was not reached: the solver's recursive residual {:.2e} met the \
-                 target {:.2e}, but the true residual of the solution is {:.2e} (relative \
-                 {:.2e}) and restarting from it did not reduce it: this is the rounding level \
-                 of the arithmetic; raise --rtol or use --precision f64",
-                stats.recursive_residual,
-                stats.target,
+                "the tolerance was not reached: the true residual of the solution is {:.2e} \
+                 (relative {:.2e}), above the target {:.2e}, while the solver's own residual \
+                 estimate went down to {:.2e}, and restarting from the true residual did not \
+                 reduce it: this is the rounding level of the arithmetic; raise --rtol or use \
+                 --precision f64",
                 stats.final_residual,
-                stats.relative_residual()
+                stats.relative_residual(),
+                stats.target,
+                stats.recursive_residual
             ));
             Ok(*stats)
         }

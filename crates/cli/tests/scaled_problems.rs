@@ -258,3 +258,48 @@ fn domains_from_a_nanometre_to_a_thousand_kilometres() {
         }
     }
 }
+
+#[test]
+fn a_tolerance_below_the_rounding_level_is_warned_of_and_the_true_residual_reported() {
+    let m = mesh("tri:16x16");
+    for solver in ITERATIVE {
+        let settings = SolveSettings {
+            solver: Some(solver),
+            precision: Precision::F32,
+            rtol: Some(1e-14),
+            ..SolveSettings::default()
+        };
+        let s = solve(&m, &poisson(2, 1.0), &settings, &Progress::hidden())
+            .unwrap_or_else(|e| panic!("{solver:?}: {e}"));
+        let r = &s.report;
+        // the relative residual f32 can reach here is about 5e-7: reported as it is
+        assert!(
+            r.residual.relative > 1e-8 && r.residual.relative < 1e-5,
+            "{solver:?}: {:?}",
+            r.residual
+        );
+        let recursive = r.residual.recursive.expect("a Krylov solve");
+        assert!(recursive < r.residual.last, "{solver:?}: {:?}", r.residual);
+        assert_eq!(r.warnings.len(), 2, "{solver:?}: {:?}", r.warnings);
+        assert!(r.warnings[0].contains("below what f32 arithmetic can resolve"));
+        assert!(r.warnings[1].contains("the tolerance was not reached"));
+        assert!(r.warnings[1].contains("rounding level"));
+        // the solution is still what f32 gives: the direct solver's error within 5 %
+        let direct = run(
+            &m,
+            &poisson(2, 1.0),
+            SolverKind::Direct,
+            Precision::F32,
+            1e-5,
+            None,
+        );
+        let gap =
+            (r.errors.l2_rel - direct.report.errors.l2_rel).abs() / direct.report.errors.l2_rel;
+        assert!(
+            gap < 0.05,
+            "{solver:?}: {} vs {}",
+            r.errors.l2_rel,
+            direct.report.errors.l2_rel
+        );
+    }
+}

@@ -114,10 +114,12 @@ pub enum SolverError {
         .0.iterations, .0.final_residual, .0.relative_residual(), .0.target
     )]
     NotConverged(Box<SolveStats>),
-    /// The method's own residual met the target, but the true residual `‖b − A x‖` of the
-    /// iterate stayed above it and a restart from it did not reduce it: the tolerance is
-    /// below what the arithmetic can resolve for this system. The statistics (with the
-    /// true residual reached) are kept and the iterate is left in the solution vector.
+    /// The method's own residual (CG's recurrence, GMRES's least-squares estimate) fell
+    /// below the target or well below the true residual `‖b − A x‖` of the iterate, which
+    /// stayed above the target, and a restart from the true residual did not reduce it:
+    /// the tolerance is below what the arithmetic can resolve for this system. The
+    /// statistics (with the true residual reached) are kept and the iterate is left in the
+    /// solution vector.
     #[error(
         "tolerance below the rounding level: after {} iterations the true residual is {:e} (relative {:e}) against the target {:e}, and a restart from it did not reduce it; raise the tolerance or use higher precision",
         .0.iterations, .0.final_residual, .0.relative_residual(), .0.target

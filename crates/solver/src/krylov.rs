@@ -103,8 +103,8 @@ pub enum StopReason {
     ZeroRhs,
     /// The iteration limit was reached (only inside [`SolverError::NotConverged`]).
     MaxIterations,
-    /// The recurrence met the target, but the true residual stayed above it at the
-    /// rounding level of the arithmetic (only inside [`SolverError::AccuracyLimit`]).
+    /// The method's own residual went below the true one, which stayed above the target
+    /// at the rounding level of the arithmetic (only inside [`SolverError::AccuracyLimit`]).
     AccuracyLimit,
 }
 
