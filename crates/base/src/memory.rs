@@ -6,8 +6,8 @@
 //! [`available_memory`] is the smallest of the limits that apply to this process on Linux:
 //! the kernel's estimate of memory available without swapping (`MemAvailable` of
 //! `/proc/meminfo`), the room left under the memory limit of the process's cgroup and of
-//! every cgroup above it (v2 `memory.max`, v1 `memory.limit_in_bytes`), and the room left
-//! under the address-space limit (`ulimit -v`). Elsewhere it is unknown (`None`) and the
+//! every cgroup above it (`memory.max` of cgroup version 2, `memory.limit_in_bytes` of
+//! version 1), and the room left under the address-space limit (`ulimit -v`). Elsewhere it is unknown (`None`) and the
 //! checks pass. The files are read directly (a handful of lines) rather than through a
 //! system-information crate, which would add a dependency tree for two numbers.
 //!
@@ -207,8 +207,9 @@ fn kib_field(s: &str) -> Option<u64> {
 }
 
 /// The memory-cgroup directories that limit this process, from `/proc/self/cgroup`: its
-/// own cgroup and every ancestor up to the hierarchy's root, for the unified (v2,
-/// `0::/path`) and the v1 memory hierarchy (`N:memory:/path`).
+/// own cgroup and every ancestor up to the hierarchy's root, for the unified hierarchy
+/// of cgroup version 2 (`0::/path`) and the memory hierarchy of version 1
+/// (`N:memory:/path`).
 fn cgroup_dirs(self_cgroup: &str) -> Vec<String> {
     let mut dirs = Vec::new();
     for line in self_cgroup.lines() {
@@ -243,7 +244,7 @@ fn cgroup_dirs(self_cgroup: &str) -> Vec<String> {
 
 /// The room under one cgroup's limit: `limit − (usage − inactive file cache)` (the page
 /// cache the kernel drops first is not counted as used). `None` without a limit (`max`,
-/// or the v1 "unlimited" value near `i64::MAX`) or when the files are missing.
+/// or version 1's "unlimited" value near `i64::MAX`) or when the files are missing.
 fn cgroup_room(limit: Option<String>, usage: Option<String>, stat: Option<String>) -> Option<u64> {
     let limit: u64 = limit?.trim().parse().ok()?;
     if limit >= 1 << 60 {
