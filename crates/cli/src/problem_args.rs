@@ -160,49 +160,41 @@ pub mod ranges {
             .map_err(|_| format!("'{s}' is not a number; give {what}"))
     }
 
-    /// A finite number (NaN and infinities refused).
-    pub fn finite(s: &str) -> Result<f64, String> {
-        const WHAT: &str = "a finite number";
-        let v = float(s, WHAT)?;
-        if v.is_finite() {
+    /// `s` as a float for which `ok` holds, or an error that names the range `what`.
+    fn checked(s: &str, what: &str, ok: impl Fn(f64) -> bool) -> Result<f64, String> {
+        let v = float(s, what)?;
+        if ok(v) {
             Ok(v)
         } else {
-            Err(format!("'{s}' is out of range: give {WHAT}"))
+            Err(format!("'{s}' is out of range: give {what}"))
         }
+    }
+
+    /// A finite number (NaN and infinities refused).
+    pub fn finite(s: &str) -> Result<f64, String> {
+        checked(s, "a finite number", f64::is_finite)
     }
 
     /// A positive finite number: `(0, ∞)`.
     pub fn positive(s: &str) -> Result<f64, String> {
-        const WHAT: &str = "a positive finite number, in (0, inf)";
-        let v = float(s, WHAT)?;
-        if v > 0.0 && v.is_finite() {
-            Ok(v)
-        } else {
-            Err(format!("'{s}' is out of range: give {WHAT}"))
-        }
+        checked(s, "a positive finite number, in (0, inf)", |v| {
+            v > 0.0 && v.is_finite()
+        })
     }
 
     /// A non-negative finite number: `[0, ∞)`.
     pub fn non_negative(s: &str) -> Result<f64, String> {
-        const WHAT: &str = "a finite number >= 0, in [0, inf)";
-        let v = float(s, WHAT)?;
-        if v >= 0.0 && v.is_finite() {
-            Ok(v)
-        } else {
-            Err(format!("'{s}' is out of range: give {WHAT}"))
-        }
+        checked(s, "a finite number >= 0, in [0, inf)", |v| {
+            v >= 0.0 && v.is_finite()
+        })
     }
 
     /// A relative tolerance: `(0, 1)`, both ends excluded (0 can never be met; 1 or more
     /// is met before the first iteration).
     pub fn rtol(s: &str) -> Result<f64, String> {
-        const WHAT: &str = "a relative tolerance in (0, 1), e.g. 1e-8";
-        let v = float(s, WHAT)?;
-        if v > 0.0 && v < 1.0 {
-            Ok(v)
-        } else {
-            Err(format!("'{s}' is out of range: give {WHAT}"))
-        }
+        checked(s, "a relative tolerance in (0, 1), e.g. 1e-8", |v| {
+            v > 0.0 && v < 1.0
+        })
     }
 
     /// A number in `[lo, hi]` (finite), whose error names the range.
@@ -212,12 +204,7 @@ pub mod ranges {
     ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
         move |s: &str| {
             let what = format!("a number in [{}, {}]", short(lo), short(hi));
-            let v = float(s, &what)?;
-            if (lo..=hi).contains(&v) {
-                Ok(v)
-            } else {
-                Err(format!("'{s}' is out of range: give {what}"))
-            }
+            checked(s, &what, |v| (lo..=hi).contains(&v))
         }
     }
 

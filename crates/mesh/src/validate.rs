@@ -8,7 +8,6 @@
 //! the map along a reference axis at a corner is half the edge vector along that axis.
 //! A cell is valid when every corner determinant is clearly positive.
 
-use crate::topology::sorted_facet_entries;
 use crate::{FacetSide, Mesh, MeshError};
 use ferrofem_base::CellType;
 
@@ -408,45 +407,26 @@ impl Mesh {
                     .collect()
             })
             .collect();
-        let per = facets[0].len();
-        let entries = sorted_facet_entries(self);
-        let mut first: Option<(FacetSide, FacetSide, [u32; 4])> = None;
+        let incidence = self.facet_incidence()?;
+        let per = incidence.vertices_per_facet();
+        let mut first: Option<(FacetSide, FacetSide, usize)> = None;
         let mut folds = 0usize;
-        let mut i = 0;
-        while i < entries.len() {
-            let key = entries[i].key;
-            let mut j = i + 1;
-            while j < entries.len() && entries[j].key == key {
-                j += 1;
+        for f in 0..incidence.num_facets() {
+            let (a, Some(b)) = incidence.sides(f) else {
+                continue;
+            };
+            let same_side = |k: usize| {
+                let (sa, sb) = self.facet_sides(&facets, &leaving, a, b, k);
+                (sa > 0.0) == (sb > 0.0)
+            };
+            let folded = same_side(0)
+                || (per == 4 && !self.same_face_edges(&facets, a, b) && (1..per).any(same_side));
+            if folded {
+                folds += 1;
+                first.get_or_insert((a, b, f));
             }
-            if j - i > 2 {
-                return Err(MeshError::NonManifoldFacet {
-                    vertices: key[..per].to_vec(),
-                    count: j - i,
-                    cells: entries[i..j.min(i + 8)]
-                        .iter()
-                        .map(|e| e.side.cell)
-                        .collect(),
-                });
-            }
-            if j - i == 2 {
-                let (a, b) = (entries[i].side, entries[i + 1].side);
-                let same_side = |k: usize| {
-                    let (sa, sb) = self.facet_sides(&facets, &leaving, a, b, k);
-                    (sa > 0.0) == (sb > 0.0)
-                };
-                let folded = same_side(0)
-                    || (per == 4
-                        && !self.same_face_edges(&facets, a, b)
-                        && (1..per).any(same_side));
-                if folded {
-                    folds += 1;
-                    first.get_or_insert((a, b, key));
-                }
-            }
-            i = j;
         }
-        let Some((a, b, key)) = first else {
+        let Some((a, b, facet)) = first else {
             return Ok(());
         };
         // Name first the cell whose listed orientation disagrees with most of the mesh's
@@ -458,7 +438,7 @@ impl Mesh {
         Err(MeshError::FoldedCells {
             cell,
             neighbor,
-            facet: key[..per].to_vec(),
+            facet: incidence.vertices(facet).to_vec(),
             folds,
         })
     }

@@ -377,22 +377,6 @@ fn lu(
     })
 }
 
-/// The number of values faer's sparse Cholesky factor of `a` stores (the lower triangle
-/// of `a`'s pattern read, AMD ordering; supernodes stored as dense blocks), from the
-/// symbolic factorisation alone: the exact size of the factor, without computing it.
-pub fn cholesky_factor_values<T: Real>(a: &CsrMatrix<T>) -> Result<usize, SolverError> {
-    let n = a.nrows();
-    if n != a.ncols() {
-        return Err(SolverError::NotSquare {
-            nrows: n,
-            ncols: a.ncols(),
-        });
-    }
-    let col_idx: Vec<usize> = a.col_idx().iter().map(|&c| c as usize).collect();
-    let pattern = SymbolicSparseColMatRef::new_checked(n, n, a.row_ptr(), None, &col_idx);
-    Ok(symbolic_cholesky(pattern)?.len_val())
-}
-
 /// Nonzeros of the Cholesky factor `L` of a finite-element matrix with `n` unknowns in
 /// `dim` dimensions, predicted from its size alone: `c n^(4/3)` in 3-D and `c n log2 n`
 /// in 2-D (the growth of nested-dissection fill), at least the lower triangle of the
@@ -489,6 +473,22 @@ pub fn solve_direct<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The number of values faer's sparse Cholesky factor of `a` stores (the lower triangle
+    /// of `a`'s pattern read, AMD ordering; supernodes stored as dense blocks), from the
+    /// symbolic factorisation alone: the exact size of the factor, without computing it.
+    fn cholesky_factor_values<T: Real>(a: &CsrMatrix<T>) -> Result<usize, SolverError> {
+        let n = a.nrows();
+        if n != a.ncols() {
+            return Err(SolverError::NotSquare {
+                nrows: n,
+                ncols: a.ncols(),
+            });
+        }
+        let col_idx: Vec<usize> = a.col_idx().iter().map(|&c| c as usize).collect();
+        let pattern = SymbolicSparseColMatRef::new_checked(n, n, a.row_ptr(), None, &col_idx);
+        Ok(symbolic_cholesky(pattern)?.len_val())
+    }
 
     /// The `k^d` grid matrix with every lattice neighbour coupled (the pattern of Q1
     /// elements: 27 points in 3-D, 9 in 2-D), diagonally dominant.
