@@ -9,7 +9,7 @@ mkdir -p .device-bin/tests
 rm -f .device-bin/tests/*
 cp target/release/ferrofem .device-bin/ferrofem
 # GPU test executables (cargo prints their paths as JSON artifacts)
-cargo test --release --no-run -p ferrofem-cuda -p ferrofem-cli --message-format=json 2>/dev/null \
+cargo test --release --no-run -p ferrofem-cuda -p ferrofem-driver -p ferrofem-cli --message-format=json 2>/dev/null \
   | python3 -c '
 import json, sys, shutil
 for line in sys.stdin:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# On the GPU machine (which has cuobjdump / nvdisasm): the static opcode counts of bp_apply in
-# each cubin under .device-exp/ (made here with `kernel_registers ... cubin=.device-exp/NAME.cubin`,
-# see notes/gpu-bp.md), with the full SASS written to $OUT, and the count of FP64 multiply-adds
-# that take a constant-bank operand.
+# On a machine with cuobjdump / nvdisasm: the static opcode counts of bp_apply in each cubin
+# under .device-exp/ (written without a GPU by `kernel_registers ... cubin=.device-exp/NAME.cubin`),
+# with the full SASS written to the directory $OUT, and the count of FP64 multiply-adds that
+# take a constant-bank operand. This is how the coefficient loads (ULDC) that feed every DFMA
+# were counted: sm_90's DFMA takes its coefficient from a register (docs/bp-gpu.md).
 export PATH=$PATH:/usr/local/cuda/bin
 echo "tools: $(which cuobjdump nvdisasm 2>/dev/null | tr '\n' ' ')"
 for c in .device-exp/*.cubin; do

@@ -16,8 +16,9 @@
 //! so the three give bitwise identical matrices; the coloured one sums in colour order.
 //!
 //! By-row is the default: on 16 cores it was the fastest or within noise of the fastest on
-//! every problem measured (P1 tetrahedra, scalar and 3-component, and Q2 hexahedra; see
-//! BENCHMARKS.md), it needs no colouring, it is deterministic, and its buffer is bounded.
+//! every problem measured (P1 tetrahedra, scalar and 3-component, and Q2 hexahedra; the
+//! 2-core figures are in docs/assembly.md), it needs no colouring, it is deterministic, and
+//! its buffer is bounded.
 //! With one thread it runs the serial loop, which gives the same sums.
 //!
 //! Dirichlet dofs are eliminated element-wise (§3.3, third approach): the element

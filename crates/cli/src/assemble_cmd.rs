@@ -2,9 +2,9 @@
 //! (Matrix Market) with the dof coordinates (CSV).
 
 use crate::error::CliError;
-use crate::problem_args::{pipeline, MeshInfo, ProblemArgs};
+use crate::problem_args::{MeshInfo, ProblemArgs};
 use clap::Args;
-use ferrofem_cli::{assemble_problem, BcMode, Problem};
+use ferrofem_driver::{assemble_problem, BcMode, Problem};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -68,20 +68,20 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
     let mesh = &loaded.mesh;
     let mesh_time = start.elapsed().as_secs_f64();
     let t = Instant::now();
-    let problem = Problem::new(mesh, &a.problem.options()).map_err(pipeline)?;
+    let problem = Problem::new(mesh, &a.problem.options())?;
     let setup = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let sys = assemble_problem(mesh, &problem, a.bc, a.problem.precision).map_err(pipeline)?;
+    let sys = assemble_problem(mesh, &problem, a.bc, a.problem.precision)?;
     let assembly = t.elapsed().as_secs_f64();
     let t = Instant::now();
     if let Some(p) = &a.export_matrix {
-        sys.write_matrix(p).map_err(pipeline)?;
+        sys.write_matrix(p)?;
     }
     if let Some(p) = &a.export_rhs {
-        sys.write_rhs(p).map_err(pipeline)?;
+        sys.write_rhs(p)?;
     }
     if let Some(p) = &a.export_dofs {
-        sys.write_dofs(p, &problem).map_err(pipeline)?;
+        sys.write_dofs(p, &problem)?;
     }
     let output = t.elapsed().as_secs_f64();
     let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());

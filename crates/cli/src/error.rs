@@ -22,6 +22,21 @@ pub enum CliError {
     /// allocation failed): refused before allocating, with both numbers.
     #[error(transparent)]
     Memory(#[from] ferrofem_base::MemoryError),
+    /// A CPU bake-off operator could not be built or applied.
+    #[error(transparent)]
+    Tensor(#[from] ferrofem_operator::tensor::TensorError),
+    /// A solver failed (diverged, not converged, ...).
+    #[error("solve failed: {0}")]
+    Solver(#[from] ferrofem_solver::SolverError),
+    /// The problem/solve/assemble pipeline or the backend choice failed (its GPU failures
+    /// typed, with their kind).
+    #[error(transparent)]
+    Pipeline(#[from] ferrofem_driver::PipelineError),
+    /// The GPU failed (compile, memory, launch, driver), with its kind; never turned into a
+    /// CPU run.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Gpu(#[from] ferrofem_cuda::GpuError),
     /// An invalid combination of options, explained.
     #[error("{0}")]
     Usage(String),

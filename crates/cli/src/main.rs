@@ -1,9 +1,10 @@
 //! The `ferrofem` command line: mesh summaries, PDE solves, matrix export and benchmarks.
+//! It parses arguments and prints; problem set-up and the solve pipelines are in
+//! `ferrofem-driver`.
 
 mod assemble_cmd;
 #[cfg(feature = "cuda")]
 mod autotune;
-mod backend;
 mod bench;
 mod error;
 mod info_cmd;

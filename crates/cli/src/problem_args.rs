@@ -5,7 +5,7 @@
 use crate::error::CliError;
 use crate::mesh_source::{Loaded, MeshSource};
 use clap::Args;
-use ferrofem_cli::{CoefField, DirichletSpec, Precision, ProblemKind, ProblemOptions};
+use ferrofem_driver::{CoefField, DirichletSpec, Precision, ProblemKind, ProblemOptions};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -99,11 +99,6 @@ impl ProblemArgs {
     }
 }
 
-/// Turns a pipeline error into the command's error (one line, exit code 1).
-pub fn pipeline(e: ferrofem_cli::PipelineError) -> CliError {
-    CliError::Usage(e.to_string())
-}
-
 /// Value parsers of numeric options that check their range, for clap's `value_parser`:
 /// a value outside is refused by the argument parser with a message that gives the range
 /// (exit code 2), before the command starts.
@@ -148,11 +143,6 @@ pub mod ranges {
         }
     }
 
-    /// A `u32` parser for `lo..=hi`, whose error names the range.
-    pub fn u32_in(lo: u64, hi: u64) -> RangedU64ValueParser<u32> {
-        RangedU64ValueParser::<u32>::new().range(lo..=hi)
-    }
-
     /// `s` as a float, or an error that names the range `what`.
     fn float(s: &str, what: &str) -> Result<f64, String> {
         s.trim()
@@ -179,13 +169,6 @@ pub mod ranges {
     pub fn positive(s: &str) -> Result<f64, String> {
         checked(s, "a positive finite number, in (0, inf)", |v| {
             v > 0.0 && v.is_finite()
-        })
-    }
-
-    /// A non-negative finite number: `[0, ∞)`.
-    pub fn non_negative(s: &str) -> Result<f64, String> {
-        checked(s, "a finite number >= 0, in [0, inf)", |v| {
-            v >= 0.0 && v.is_finite()
         })
     }
 
@@ -281,8 +264,6 @@ mod tests {
         }
         assert_eq!(ranges::positive("1e-300"), Ok(1e-300));
         assert!(ranges::positive("0").is_err() && ranges::positive("-inf").is_err());
-        assert_eq!(ranges::non_negative("0"), Ok(0.0));
-        assert!(ranges::non_negative("-1e-300").is_err());
         assert_eq!(ranges::finite("-3.5"), Ok(-3.5));
         assert!(ranges::finite("NaN").is_err());
         let dofs = ranges::float_in(1.0, 1e12);

@@ -1,11 +1,12 @@
 //! `ferrofem solve`: solve a manufactured problem and report its error, timing and output.
 
-use crate::backend::{self, Backend, BackendArg};
 use crate::error::CliError;
-use crate::problem_args::{pipeline, ProblemArgs};
+use crate::problem_args::ProblemArgs;
 use clap::Args;
-use ferrofem_cli::solve::SolveReport;
-use ferrofem_cli::{solve, write_solution_vtu, Progress, SolveSettings, SolverKind};
+use ferrofem_driver::{
+    select, solve_with_fallback, write_solution_vtu, BackendArg, Progress, SolveReport,
+    SolveSettings, SolverKind,
+};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -51,77 +52,37 @@ struct Record<'a> {
     output: Option<String>,
 }
 
-/// The device the solve runs on (`None`: CPU), its name, and a note when `auto` fell back.
-#[cfg(feature = "cuda")]
-type Chosen = (
-    Option<std::sync::Arc<ferrofem_cuda::GpuDevice>>,
-    String,
-    Option<String>,
-);
-#[cfg(not(feature = "cuda"))]
-type Chosen = (Option<()>, String, Option<String>);
-
-fn cpu_name() -> String {
-    Backend::Cpu {
-        fallback_reason: None,
-    }
-    .name()
-}
-
-/// Chooses where the solve runs: `cuda` needs a GPU (an error names why there is none),
-/// `auto` takes one when present and falls back to the CPU with a note.
-fn choose_backend(req: BackendArg) -> Result<Chosen, CliError> {
-    match (req, backend::select(req)?) {
-        #[cfg(feature = "cuda")]
-        (_, Backend::Cuda(dev)) => {
-            let name = format!("cuda ({})", dev.name());
-            Ok((Some(dev), name, None))
-        }
-        (_, Backend::Cpu { fallback_reason }) => Ok((
-            None,
-            cpu_name(),
-            fallback_reason.map(|r| format!("{r}; running on the CPU")),
-        )),
-    }
-}
-
 /// Runs `ferrofem solve`.
 pub fn run(a: SolveArgs) -> Result<(), CliError> {
     let start = Instant::now();
-    #[cfg_attr(not(feature = "cuda"), allow(unused_mut, unused_variables))]
-    let (device, mut backend, mut backend_note) = choose_backend(a.backend)?;
+    // `cuda` without a usable GPU is refused before the mesh is loaded
+    let selected = select(a.backend)?;
     let progress = Progress::stderr(a.json);
     progress.stage("loading the mesh");
     let (loaded, info) = a.problem.load_mesh()?;
     let mesh_time = start.elapsed().as_secs_f64();
-    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
-    let mut settings = SolveSettings {
+    let settings = SolveSettings {
         solver: a.solver,
         precision: a.problem.precision,
         rtol: a.rtol,
         max_iter: a.max_iter,
-        #[cfg(feature = "cuda")]
-        device: device.clone(),
     };
-    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
-    let mut result = solve(&loaded.mesh, &a.problem.options(), &settings, &progress);
-    // `auto`: a problem the GPU path does not cover runs on the CPU instead
-    #[cfg(feature = "cuda")]
-    if let (Err(ferrofem_cli::PipelineError::Unsupported(why)), BackendArg::Auto, true) =
-        (&result, a.backend, settings.device.is_some())
-    {
-        backend_note = Some(format!("{why}; running on the CPU"));
-        backend = cpu_name();
-        settings.device = None;
-        result = solve(&loaded.mesh, &a.problem.options(), &settings, &progress);
-    }
-    let mut solution = match result {
+    let result = solve_with_fallback(
+        &loaded.mesh,
+        &a.problem.options(),
+        &settings,
+        a.backend,
+        selected,
+        &progress,
+    );
+    let (mut solution, used) = match result {
         Ok(s) => s,
         Err(e) => {
             progress.finish();
-            return Err(pipeline(e));
+            return Err(e.into());
         }
     };
+    let (backend, backend_note) = (used.name(), used.fallback_note());
     if let Some(path) = &a.output {
         progress.stage(format!("writing {}", path.display()));
         let t = Instant::now();
@@ -129,7 +90,7 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         solution.report.timings.output = t.elapsed().as_secs_f64();
         if let Err(e) = written {
             progress.finish();
-            return Err(pipeline(e));
+            return Err(e.into());
         }
     }
     progress.finish();

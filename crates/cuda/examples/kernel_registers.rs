@@ -1,15 +1,39 @@
-//! Prints what ptxas (inside NVRTC) reports for chosen kernel specialisations: registers,
-//! spills, shared memory. A development aid that needs NVRTC but no GPU.
+//! Prints what ptxas (inside NVRTC) reports for kernel specialisations: registers, spills,
+//! shared memory. A development aid that needs NVRTC but no GPU.
 //!
 //! ```text
-//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [registers] [direct] [mass] [plain] [pfl1|pfl2|pfreg|pfsm] [oz|la|lal|pl|ov] [chunk=N] [cs] [late] [otf] [epb=N] [minb=N] [brick=2x2x1] [lattice=4x4x2 [steps=N] [rolled] [rp=DIGITS] [oz|ov] [so|st] [split] [ring] [pfsm] [ga=N] [onearr]] [tuned] [pw] [cf] [table] [D=NAME (an extra -D NAME=1) | D=NAME=VALUE] [ptx|source|cubin=PATH]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- tuned [f32] [p=N] [bp1|bp3|bp35]
+//! cargo run --release -p ferrofem-cuda --example kernel_registers -- bp1 7 f64 [otf] [mass] [q=N] [PLAN] [D=NAME | D=NAME=VALUE] [ptx|source|cubin=PATH]
 //! cargo run --release -p ferrofem-cuda --example kernel_registers -- residual elasticity 3 f32 [b=8] [n=4] [t=1] [global] [per-cell]
 //! ```
+//!
+//! `tuned`: every tuned plan of the H200 and H100 SXM device classes (the pencil plans of
+//! every operator and geometry, and BP1's lattice plans on bricks), each specialisation
+//! once with the classes whose plan it is; f64 unless `f32`.
+//!
+//! One bake-off specialisation (`bp1`, `bp3` or `bp35`, the order, the precision; `mass`:
+//! the screened operator, α = 1.5; `q=N`: N Gauss points per direction), where `PLAN` is
+//! - `slice2d`: the paper's slice kernel;
+//! - `lattice=AxBxC [minb=N] [rp=DIGITS] [wshared] [ahead=N]`: the lattice kernel on bricks of
+//!   that shape (its register cap, the phases whose loops stay rolled, the weights in shared
+//!   memory, the gather's lookahead in bricks), or `lattice [h100]`: the tuned one;
+//! - otherwise the pencil kernel: `[tuned [h100]] [columns] [persistent] [direct] [pw]
+//!   [banks] [table] [overlap] [epb=N] [minb=N]` (the H200's or the H100's tuned plan, with
+//!   the named choices switched on and the block or cap given).
 
-use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoPrefetch, LatticeBoundary, SkeletonZeroing};
-use ferrofem_cuda::compile::{compile_uncached, Target};
+use ferrofem_cuda::bp::{
+    bp_kernel, BpOperator, BpPlan, DeviceClass, LatticePlan, PencilPlan, TESTED_KINDS,
+};
+use ferrofem_cuda::compile::{compile_uncached, KernelSpec, Target};
 use ferrofem_cuda::residual::{bench_qdegree, Output, ResidualCase, ResidualConfig, Strategy};
+use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::TensorKind;
+
+/// The device classes with tuned plans, and their names.
+const CLASSES: [(DeviceClass, &str); 2] = [
+    (DeviceClass::H200, "H200"),
+    (DeviceClass::H100_SXM, "H100 SXM"),
+];
 
 fn flag(args: &[String], key: &str) -> Option<usize> {
     args.iter().find_map(|a| {
@@ -18,8 +42,188 @@ fn flag(args: &[String], key: &str) -> Option<usize> {
     })
 }
 
+/// The bake-off operator named `bp1`, `bp3` or `bp35` (screened with α = `alpha`).
+fn kind_of(name: &str, alpha: f64) -> TensorKind {
+    match name {
+        "bp1" => TensorKind::Mass,
+        "bp3" => TensorKind::Diffusion { alpha },
+        "bp35" => TensorKind::CollocatedDiffusion { alpha },
+        _ => panic!("{name}: bp1, bp3 or bp35"),
+    }
+}
+
+/// The kernel specialisation of `op` and `plan` at order `p`.
+fn bp_spec(op: &BpOperator, plan: &BpPlan, p: usize, f32: bool) -> KernelSpec {
+    let k = if f32 {
+        bp_kernel::<f32>(op, plan, p)
+    } else {
+        bp_kernel::<f64>(op, plan, p)
+    };
+    k.unwrap_or_else(|e| panic!("{op:?} {}: {e}", plan.describe()))
+        .spec
+}
+
+/// Every tuned plan of [`CLASSES`] (for the orders and operators the filters keep), each
+/// with its operator, order and the classes whose plan it is.
+fn tuned_plans(args: &[String]) -> Vec<(BpOperator, BpPlan, usize, Vec<&'static str>)> {
+    let order = flag(args, "p");
+    let only: Vec<TensorKind> = ["bp1", "bp3", "bp35"]
+        .iter()
+        .filter(|k| args.iter().any(|a| a == *k))
+        .map(|k| kind_of(k, 0.0))
+        .collect();
+    let same_operator =
+        |a: TensorKind, b: TensorKind| std::mem::discriminant(&a) == std::mem::discriminant(&b);
+    let mut plans: Vec<(BpOperator, BpPlan, usize, Vec<&'static str>)> = Vec::new();
+    for kind in TESTED_KINDS {
+        if !only.is_empty() && !only.iter().any(|&k| same_operator(k, kind)) {
+            continue;
+        }
+        for geo in [GeometrySource::Stored, GeometrySource::OnTheFly] {
+            let op = BpOperator::new(kind, geo);
+            for p in (1..=8).filter(|&p| order.is_none_or(|o| o == p)) {
+                for (class, name) in CLASSES {
+                    let tuned = BpPlan::tuned(&class, &op, p);
+                    for plan in
+                        std::iter::once(tuned).chain(BpPlan::tuned_on_bricks(&class, &op, p))
+                    {
+                        match plans
+                            .iter_mut()
+                            .find(|(o, pl, q, _)| *o == op && *pl == plan && *q == p)
+                        {
+                            Some((.., classes)) => classes.push(name),
+                            None => plans.push((op, plan, p, vec![name])),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    plans
+}
+
+/// Compiles every tuned plan's specialisation (in parallel: NVRTC is single-threaded per
+/// call) and prints its name, its classes and what ptxas reports of registers and spills.
+fn print_tuned(args: &[String]) {
+    let f32 = args.iter().any(|a| a == "f32");
+    let plans = tuned_plans(args);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let reports: Vec<(usize, String)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let plans = &plans;
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for (i, (op, plan, p, classes)) in
+                        plans.iter().enumerate().skip(t).step_by(threads)
+                    {
+                        let spec = bp_spec(op, plan, *p, f32);
+                        let c = compile_uncached(&spec, Target::Cubin(90))
+                            .unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+                        let mut report = format!(
+                            "{} p={p} {} {}: {} [{}]\n",
+                            op.kind.name(),
+                            op.geo.tag(),
+                            plan.describe(),
+                            spec.name,
+                            classes.join(", ")
+                        );
+                        for l in c
+                            .log
+                            .lines()
+                            .filter(|l| l.contains("registers") || l.contains("spill"))
+                        {
+                            report += &format!("  {}\n", l.trim());
+                        }
+                        out.push((i, report));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a compile thread panicked"))
+            .collect()
+    });
+    let mut reports = reports;
+    reports.sort_by_key(|r| r.0);
+    for (_, r) in reports {
+        print!("{r}");
+    }
+}
+
+/// The plan `args` spell for `op` at order `p` (see the file's doc comment).
+fn plan_of(args: &[String], op: &BpOperator, p: usize) -> BpPlan {
+    let has = |s: &str| args.iter().any(|a| a == s);
+    let class = if has("h100") {
+        DeviceClass::H100_SXM
+    } else {
+        DeviceClass::H200
+    };
+    let min_blocks = flag(args, "minb").map(|m| m as u32);
+    if has("slice2d") {
+        return BpPlan::Slice2d;
+    }
+    if has("lattice") {
+        return BpPlan::tuned_on_bricks(&class, op, p)
+            .expect("no tuned lattice plan for this operator and order");
+    }
+    if let Some(b) = args.iter().find_map(|a| a.strip_prefix("lattice=")) {
+        let d: Vec<usize> = b
+            .split('x')
+            .map(|x| x.parse().expect("lattice=AxBxC"))
+            .collect();
+        let rolled_phases = args
+            .iter()
+            .find_map(|a| a.strip_prefix("rp="))
+            .map_or(0, |digits| {
+                digits
+                    .chars()
+                    .map(|c| match c.to_digit(10) {
+                        Some(k @ 1..=5) => 1u8 << (k - 1),
+                        _ => panic!("rp=DIGITS: lattice phases 1..5"),
+                    })
+                    .fold(0, |m, b| m | b)
+            });
+        let plan = LatticePlan {
+            brick: [d[0], d[1], d[2]],
+            min_blocks,
+            rolled_phases,
+            weights_in_shared: has("wshared"),
+            lookahead: flag(args, "ahead").unwrap_or(0) as u32,
+        };
+        return BpPlan::Lattice(plan);
+    }
+    let base = if has("tuned") {
+        match BpPlan::tuned(&class, op, p) {
+            BpPlan::Pencil(t) => t,
+            other => panic!("tuned plan {} is not a pencil plan", other.describe()),
+        }
+    } else {
+        PencilPlan::new()
+    };
+    BpPlan::Pencil(PencilPlan {
+        elems_per_block: flag(args, "epb").or(base.elems_per_block),
+        min_blocks: min_blocks.or(base.min_blocks),
+        direct_geometry: base.direct_geometry || has("direct"),
+        persistent: base.persistent || has("persistent"),
+        register_columns: base.register_columns || has("columns"),
+        pencil_weights: base.pencil_weights || has("pw"),
+        bank_pitches: base.bank_pitches || has("banks"),
+        slot_table: base.slot_table || has("table"),
+        overlapped_fill: base.overlapped_fill || has("overlap"),
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "tuned") {
+        print_tuned(&args);
+        return;
+    }
     if args.len() < 3 {
         eprintln!("usage: see the file's doc comment");
         std::process::exit(2);
@@ -55,133 +259,19 @@ fn main() {
         };
         case.kernel().expect("kernel").spec
     } else {
-        // `mass`: the screened operators (alpha = 1.5), as the full-BP solves use them
-        let alpha = if has("mass") { 1.5 } else { 0.0 };
-        let kind = match args[0].as_str() {
-            "bp1" => TensorKind::Mass,
-            "bp3" => TensorKind::Diffusion { alpha },
-            _ => TensorKind::CollocatedDiffusion { alpha },
-        };
+        let kind = kind_of(&args[0], if has("mass") { 1.5 } else { 0.0 });
         let p: usize = args[1].parse().expect("order");
-        let mut cfg = BpConfig::new(kind);
-        cfg.interior_last = true;
-        if has("otf") {
-            cfg.geo = ferrofem_cuda::bp::GeoMode::OnTheFly;
-        }
-        cfg.register_columns = has("registers");
-        cfg.persistent = has("persistent");
-        cfg.direct_geometry = has("direct");
-        cfg.elems_per_block = flag(&args, "epb");
-        cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
-        cfg.even_odd = !has("plain");
-        cfg.evict_first_geometry = has("cs");
-        cfg.late_indices = has("late");
-        cfg.geo_prefetch = if has("pfl1") {
-            GeoPrefetch::L1
-        } else if has("pfl2") {
-            GeoPrefetch::L2
-        } else if has("pfreg") {
-            GeoPrefetch::Registers
+        let geo = if has("otf") {
+            GeometrySource::OnTheFly
         } else {
-            GeoPrefetch::None
+            GeometrySource::Stored
         };
-        cfg.skeleton_zeroing = if has("oz") {
-            SkeletonZeroing::Owner
-        } else if has("la") {
-            SkeletonZeroing::Lookahead
-        } else if has("lal") {
-            SkeletonZeroing::LookaheadLate
-        } else if has("pl") {
-            SkeletonZeroing::Pipelined
-        } else if has("ov") {
-            SkeletonZeroing::Overlapped
-        } else {
-            SkeletonZeroing::Host
+        let op = BpOperator {
+            q1d: flag(&args, "q"),
+            ..BpOperator::new(kind, geo)
         };
-        cfg.groups_in_sequence = flag(&args, "chunk").unwrap_or(1);
-        if has("tuned") {
-            // the tuned stored kernel (its cap and block unless minb= / epb= are given)
-            let t = BpConfig::tuned(kind, cfg.geo, p);
-            cfg = BpConfig {
-                min_blocks: cfg.min_blocks.or(t.min_blocks),
-                elems_per_block: cfg.elems_per_block.or(t.elems_per_block),
-                skeleton_zeroing: cfg.skeleton_zeroing,
-                groups_in_sequence: cfg.groups_in_sequence,
-                ..t
-            };
-        }
-        cfg.pencil_weights |= has("pw");
-        cfg.conflict_free_pitches |= has("cf");
-        if has("table") {
-            cfg.slot_arithmetic = false;
-        }
-        if let Some(b) = args.iter().find_map(|a| a.strip_prefix("brick=")) {
-            let d: Vec<usize> = b
-                .split('x')
-                .map(|x| x.parse().expect("brick=AxBxC"))
-                .collect();
-            cfg = cfg.with_bricks([d[0], d[1], d[2]], p);
-        }
-        if let Some(b) = args.iter().find_map(|a| a.strip_prefix("lattice=")) {
-            // the lattice kernel (v26, BP1) on bricks of this shape
-            let d: Vec<usize> = b
-                .split('x')
-                .map(|x| x.parse().expect("lattice=AxBxC"))
-                .collect();
-            cfg = BpConfig::lattice([d[0], d[1], d[2]]);
-            cfg.min_blocks = flag(&args, "minb").map(|m| m as u32);
-            cfg.conflict_free_pitches = has("cf");
-            cfg.rolled_element_loops = has("rolled");
-            // v51: only these phases' element loops rolled (rp=23: phases 2 and 3)
-            if let Some(d) = args.iter().find_map(|a| a.strip_prefix("rp=")) {
-                cfg.rolled_phases = d
-                    .chars()
-                    .map(|c| match c.to_digit(10) {
-                        Some(k @ 1..=5) => 1u8 << (k - 1),
-                        _ => panic!("rp=DIGITS: lattice phases 1..5"),
-                    })
-                    .fold(0, |m, b| m | b);
-            }
-            // v31: the brick walked in this many steps along z (lattice= is the column)
-            cfg.lattice_steps = flag(&args, "steps").unwrap_or(1);
-            // v33: the boundary's offsets in shared memory (so), and staged (st)
-            if has("so") {
-                cfg.lattice_boundary = LatticeBoundary::SharedOffsets;
-            } else if has("st") {
-                cfg.lattice_boundary = LatticeBoundary::Staged;
-            }
-            // v34: lines split across threads
-            cfg.split_lines = has("split");
-            // v35: the brick boundary's slots in ring order
-            if has("ring") {
-                cfg.lattice_slots = ferrofem_space::SlotOrder::Ring;
-            }
-            // v39: the brick's weights prefetched into L2 at the block's start
-            if has("pfl2") {
-                cfg.geo_prefetch = GeoPrefetch::L2;
-            }
-            // v41: or bulk-copied into shared memory
-            if has("pfsm") {
-                cfg.geo_prefetch = GeoPrefetch::Shared;
-            }
-            // v48: one lattice array
-            cfg.one_lattice_array = has("onearr");
-            // v42: the gather's data asked of L2 this many bricks ahead
-            cfg.gather_lookahead = flag(&args, "ga").unwrap_or(0) as u32;
-            // v40: the weights loaded evict-first
-            cfg.evict_first_geometry = has("cs");
-            if has("oz") {
-                cfg.skeleton_zeroing = SkeletonZeroing::Owner;
-            } else if has("ov") {
-                cfg.skeleton_zeroing = SkeletonZeroing::Overlapped;
-            }
-        }
-        let k = if args[2] == "f32" {
-            bp_kernel::<f32>(cfg, p)
-        } else {
-            bp_kernel::<f64>(cfg, p)
-        };
-        let mut spec = k.expect("kernel").spec;
+        let plan = plan_of(&args, &op, p);
+        let mut spec = bp_spec(&op, &plan, p, args[2] == "f32");
         for a in &args {
             if let Some(d) = a.strip_prefix("D=") {
                 // D=NAME (1) or D=NAME=VALUE

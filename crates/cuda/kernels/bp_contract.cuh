@@ -1,20 +1,16 @@
-// The 1-D contraction shared by the v2 (bp_pencil.cu) and lattice (bp_lattice.cu) bake-off
-// kernels. Needs EO (-D by the host).
-#ifndef EO
-#define EO 0
-#endif
+// The 1-D contraction shared by the pencil (bp_pencil.cu) and lattice (bp_lattice.cu)
+// bake-off kernels.
 
 // 1-D contraction out = M in for the NO x NI matrix named M. The host generates M (full,
 // row-major) and, for the even-odd form, M_p and M_m ([(NO + 1) / 2][NI / 2]) and the middle
 // column M_c. Gauss and GLL points are symmetric about 0, so M[NO-1-o][NI-1-i] = S M[o][i]
-// (S = 1: interpolation, S = -1: derivative); EO 1 splits the input into its even and odd
+// (S = 1: interpolation, S = -1: derivative); the even-odd form splits the input into its even and odd
 // halves and forms mirrored outputs in pairs: about half the multiply-adds of the plain
 // product (the paper's symmetric-matrix trick), and dependency chains half as long.
 #define CONTRACT(M, S, NI, NO, in, out) contract<NI, NO, S>(M, M##_p, M##_m, M##_c, in, out)
 template <int NI, int NO, int S>
 __device__ __forceinline__ void contract(const real* M, const real* P, const real* R, const real* C,
                                          const real (&in)[NI], real (&out)[NO]) {
-#if EO
     constexpr int HI = NI / 2, HO = NO / 2;
     real ev[HI], od[HI];
 #pragma unroll
@@ -42,13 +38,4 @@ __device__ __forceinline__ void contract(const real* M, const real* P, const rea
         if (S > 0 && (NI & 1)) s += C[HO] * in[HI];
         out[HO] = s;
     }
-#else
-#pragma unroll
-    for (int o = 0; o < NO; o++) {
-        real s = M[o * NI] * in[0];
-#pragma unroll
-        for (int i = 1; i < NI; i++) s += M[o * NI + i] * in[i];
-        out[o] = s;
-    }
-#endif
 }

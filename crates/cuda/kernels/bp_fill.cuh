@@ -1,5 +1,5 @@
-// Launch helpers and the small kernels around an apply, shared by the v2 (bp_pencil.cu) and
-// lattice (bp_lattice.cu) bake-off kernels: programmatic dependent launch, the Dirichlet
+// Launch helpers and the small kernels around an apply, shared by the pencil (bp_pencil.cu)
+// and lattice (bp_lattice.cu) bake-off kernels: programmatic dependent launch, the Dirichlet
 // rows' identity, and the skeleton fill before an apply.
 
 // programmatic dependent launch (sm_90): let the next launch in the stream start, and wait
@@ -16,29 +16,12 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
-#if ORD
-// in-kernel skeleton zeroing (ORD, -D by the host): the flags' acquire side
-__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-// Waits (acquire) until flags[g] == epoch; traps instead of hanging if that never happens
-// (a broken schedule then surfaces as a launch error).
-__device__ __forceinline__ void wait_flag(const u32* flags, u32 g, u32 epoch) {
-    for (u32 spin = 0; ld_acquire_u32(flags + g) != epoch; spin++) {
-        if (spin > (1u << 22)) __trap();
-        __nanosleep(64);
-    }
-}
-#endif
-
 extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, const real* FF_RESTRICT u, real* FF_RESTRICT v, u32 m) {
     for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x) v[idx[k]] = u[idx[k]];
 }
 
-// The skeleton fill before an apply (SkeletonZeroing::Host, and the prefill of ::Pipelined): v[0 .. n) = 0, one contiguous
-// chunk of ZCHUNK values (-D by the host, which sizes the grid by it) per block, the chunks in reverse order. Blocks are dispatched in
+// The skeleton fill before an apply: v[0 .. n) = 0, one contiguous chunk of ZCHUNK values
+// (-D by the host, which sizes the grid by it) per block, the chunks in reverse order. Blocks are dispatched in
 // increasing index order, so the lowest lines (the skeleton owned by the first element
 // groups, which the apply's first blocks accumulate into) are written last and are still
 // in L2 when the apply starts; a memset writes them first and the atomics read them back
@@ -47,8 +30,9 @@ extern "C" __global__ void bp_dirichlet_identity(const u32* FF_RESTRICT idx, con
 #error "ZCHUNK (values per block of the skeleton fill) comes from the host"
 #endif
 extern "C" __global__ void __launch_bounds__(256) bp_zero_skeleton(real* FF_RESTRICT v, u32 n) {
-    // a pipelined apply (ORD 3) launched after this fill may start at once: it gathers and
-    // contracts while the zeros are written, and waits for them before its scatter
+    // an apply launched after this fill with programmatic dependent launch may start at once:
+    // it gathers and contracts while the zeros are written, and waits for them before its
+    // scatter
     pdl_trigger();
     const u32 chunk = gridDim.x - 1 - blockIdx.x;
     const u32 end = (chunk + 1) * ZCHUNK < n ? (chunk + 1) * ZCHUNK : n;

@@ -1,73 +1,46 @@
-// Bake-off operators, v2+: pencil contractions (see notes/gpu-bp.md).
+// Bake-off operators with pencil contractions (the `Pencil` plan; docs/bp-gpu.md).
 //
 // Thread block (T1D, T1D, EPB), T1D = max(N, Q). In each contraction phase a thread owns
 // one whole 1-D pencil of its element: it reads the pencil from shared memory, forms all
 // outputs with the 1-D matrix as compile-time constants (uniform across the warp: no
 // shared-memory traffic for the matrix), and writes the pencil back. Between phases the
 // thread (a, b) plays the x-pencil (y=a, z=b), the y-pencil (x=a, z=b) or the z-column
-// (x=a, y=b); z-columns are held in registers.
+// (x=a, y=b); z-columns are held in registers. Contractions use the even-odd form
+// (bp_contract.cuh).
 //
 // BP3 and BP3.5 share the gradient / pointwise / transposed-gradient phases on the Q^3
 // points (for BP3.5, Q = N and the points are the GLL nodes, so the values there are the
 // nodal values and no interpolation happens).
 //
+// The space is numbered interior-last (H1Space::interior_last): interior indices are
+// computed, only the skeleton's offsets are read, and only the skeleton is zeroed before
+// the apply (by the host's fill; FILLWAIT 1: the fill runs while this kernel starts, by
+// programmatic dependent launch, and the kernel waits for it only before its scatter).
+//
 // Stored geometry of a block's elements is fetched with bulk copies (cp.async.bulk,
 // Hopper's copy engine) into shared memory, completing on an mbarrier that the pointwise
 // phase waits on (GEOLOAD 0), or read directly from global memory there (GEOLOAD 1).
 //
-// PIPE 1 (v5, persistent): a block loops over element groups (grid-stride). While it
+// PIPE 1 (persistent): a block loops over element groups (grid-stride). While it
 // computes group g it already has group g + gridDim's input gather in flight (cp.async into
 // a staging buffer, issued as soon as the staging buffer is consumed) and its geometry
 // (bulk copy, issued as soon as the pointwise phase has consumed the current one), so the
 // dependent offsets -> values loads and the geometry stream overlap the contractions.
 //
-// ZFIRST 1 (v6, BP1): the gather and the scatter go through registers. Owner threads load
-// their z-columns straight from global memory and contract along z in registers; y goes
-// through shared memory; the x-pencils then meet the pointwise weights in registers, and
-// the transposed phases run x (registers, in place), y (shared), z (registers) before the
-// scatter. Four shared-memory round trips per element instead of six.
+// ZFIRST 1 (register columns, BP1): the gather and the scatter go through registers. Owner
+// threads load their z-columns straight from global memory and contract along z in
+// registers; y goes through shared memory; the x-pencils then meet the pointwise weights in
+// registers, and the transposed phases run x (registers, in place), y (shared), z
+// (registers) before the scatter. Four shared-memory round trips per element instead of six.
 //
 // Needs (prepended by the host): the prelude, bp_common.cuh, bp_contract.cuh, bp_fill.cuh,
 // and the constant matrices
 //   cBf [Q][N] (OP 1, 3: GLL -> Gauss interpolation) and its transpose cBt [N][Q],
 //   cDf (OP 3: Gauss collocated derivative [Q][Q]; OP 5: GLL derivative [N][N]) and its
 //   transpose cDt, each with the even-odd parts _p, _m, _c (see `contract`),
-//   __constant__ real cX[Q], cW[Q] (reference points and weights on [-1, 1]).
-// EO 1 (v7): contractions in even-odd form.
-// CHUNK (v8, non-persistent kernel): a block runs CHUNK element groups one after another.
-// ORD 1 (v8, non-persistent, interior-last numbering with skeleton nodes numbered by owner):
-// no zero-fill before the launch. Block b zeroes the skeleton nodes its groups own
-// (own[b] .. own[b + 1]) first thing, publishes flags[b] = epoch (release), and waits
-// (acquire), before its first accumulation, for the flags of the blocks owning the rest of
-// its skeleton (preds[pstart[b] .. pstart[b + 1]], all lower-numbered). Blocks are
-// dispatched in increasing index order (CUB's single-pass scans rely on the same), and no
-// block waits before publishing its own flag, so a waited-on block is always running; a
-// wait that never ends traps (a launch error) instead of hanging. CHUNK > 1 spreads the
-// cost of the flags over several groups.
-// ORD 2 (v12, lookahead): block g zeroes the skeleton owned by group g + ahead (groups
-// below `ahead` are zeroed before the launch), long before that group accumulates, and
-// publishes its flag (release) only after one (LALATE 0) or all (LALATE 1) of its own
-// contraction phases, when the zero stores have long been acknowledged; it reads the flags
-// it needs (its own range's and its other owners') with relaxed loads at its start and,
-// before the scatter, acquires them with one fence where they were already raised, else
-// waits (acquire). No block waits before it publishes, and it only waits for lower groups.
-// ORD 3 (v16, pipelined): the host launches the element groups in chunks, in order, each
-// with programmatic dependent launch (PDL; the first one after the stream-ordered fill of
-// its own skeleton, which triggers it at once). Chunk k's blocks zero
-// the skeleton owned by chunk k + 1 (owner numbering: no element of chunks <= k touches it)
-// after their own scatter; chunk k + 1's blocks start early, gather and contract, and
-// wait (griddepcontrol.wait: chunk k complete, its stores visible) only before their
-// scatter. No flags and no inter-block order: the hardware's grid dependency replaces
-// them, and with chunks of an L2's worth of traffic the zeros meet the atomics in L2.
-// BRICK 1 (v19): the block's EPB = BX * BY * BZ elements tile a brick of a space numbered
-// per brick (H1Space::bricked): brick-boundary nodes first (offsets [group][NSKB] in slot
-// order, slot s at brick position skpos[s], packed i | j << 8 | k << 16), then each
-// brick's interior contiguous (computed indices). The block gathers the brick's nodes once
-// into shared memory (aliasing the elements' work regions), the elements read their
-// columns from there; after the last transposed phase each element leaves its nodal
-// outputs in its first region, and each brick node sums its (up to eight) elements'
-// contributions there before one store (interior) or one atomic add (boundary).
-// Dynamic shared memory: (GALL + max(EPB * WORK, BSIZE)) reals.
+//   __constant__ real cX[Q], cW[Q] (reference points and weights on [-1, 1]),
+//   __constant__ unsigned short cSK[N^3] (local node -> skeleton slot) unless SKARITH.
+// Dynamic shared memory: (GALL + EPB * WORK) reals.
 
 #define QQ (Q * Q)
 #define NN (N * N)
@@ -81,17 +54,14 @@
 #ifndef MINB
 #define MINB 1
 #endif
-#ifndef INTLAST
-#define INTLAST 0
-#endif
 #ifndef ZFIRST
 #define ZFIRST 0
 #endif
 #if ZFIRST && (OP != 1 || PIPE)
-#error "ZFIRST (v6) exists for BP1 without PIPE only"
+#error "ZFIRST (register columns) exists for BP1 without PIPE only"
 #endif
 // ZFIRST's two shared regions, sZ [z < Q][y < N][x] and sY [z < Q][y < Q][x]: row and
-// plane pitches (v20: chosen per order by the host from a bank model, for the fewest
+// plane pitches (chosen per order by the host from a bank model, for the fewest
 // wavefronts of the kernel's eight shared accesses; some conflicts remain where rows and
 // columns of one array cannot both be served at once; by default odd rows, planes
 // unpadded)
@@ -110,7 +80,7 @@
 #if ZPR < N || ZPP < N * ZPR || YPR < N || YPP < Q * YPR
 #error "ZFIRST pitches smaller than the regions they lay out"
 #endif
-// The other kernels' arrays (v20c: chosen per order by the host from the half-warp bank
+// The other kernels' arrays (chosen per order by the host from the half-warp bank
 // model, BP3 only): sB (x-contraction and transposed-y outputs, N planes) rows BPR,
 // planes BPP; sU and sC (values at the points; y-contraction and transposed-z outputs)
 // UPR, UPP; sR and sS (x and y derivatives, then fluxes) RPR, RPP and SPR, SPP. By
@@ -169,236 +139,17 @@
 #define GALL (TMA_GEO ? EPB * GSTRIDE : 0)
 // threads owning a z-column of nodes
 #define OWNER (a < N && b < N)
-#ifndef EO
-#define EO 0
+#ifndef FILLWAIT
+#define FILLWAIT 0
 #endif
-// direct stored geometry: prefetched at kernel start into L1 (1) or L2 (2), or (ZFIRST) the
-// thread's weights loaded into registers (3)
-#ifndef GEOPF
-#define GEOPF 0
+#if FILLWAIT && PIPE
+#error "FILLWAIT (the overlapped skeleton fill) is for the non-persistent kernel"
 #endif
-#if GEOPF == 3 && !ZFIRST
-#error "GEOPF 3 (weights in registers) exists for ZFIRST only"
-#endif
-#ifndef ORD
-#define ORD 0
-#endif
-// LATEIDX 1 (v14, non-persistent): the scatter reloads the skeleton offsets (read-only
-// loads the compiler cannot keep from the gather) instead of holding the N gather indices
-// in registers through the whole element: N fewer live registers, so tighter caps stay
-// spill-free
-#ifndef LATEIDX
-#define LATEIDX 0
-#endif
-#if LATEIDX && PIPE
-#error "LATEIDX is for the non-persistent kernel (the persistent one prefetches indices)"
-#endif
-// direct stored geometry loaded with the evict-first (streaming) policy, so that L2 keeps
-// the vectors and the skeleton's zeros rather than factors read once (GEOCS 1)
-#ifndef GEOCS
-#define GEOCS 0
-#endif
-#if GEOCS && !(GEO == 0 && GEOLOAD == 1)
-#error "GEOCS (evict-first geometry loads) is for direct stored-geometry loads"
-#endif
-// (GLD, the loads themselves: bp_common.cuh)
-#ifndef CHUNK
-#define CHUNK 1
-#endif
-#if CHUNK > 1 && PIPE
-#error "CHUNK > 1 (element groups in sequence) is for the non-persistent kernel"
-#endif
-#if ORD && (PIPE || !INTLAST)
-#error "ORD (owner zeroing) needs the non-persistent kernel and interior-last numbering"
-#endif
-#if (ORD == 2 || ORD == 3) && CHUNK != 1
-#error "ORD 2 and 3 (lookahead and pipelined zeroing) run one element group per block"
-#endif
-#ifndef LALATE
-#define LALATE 0
-#endif
-#if ORD == 2
-#define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
-                   const u32* FF_RESTRICT preds, const u32 epoch, const u32 ahead
-#elif ORD == 3
-#define ORD_PARAMS , const u32 gbase, const u32 zbeg, const u32 zend
-#elif ORD == 4
-#define ORD_PARAMS
-#elif ORD
-#define ORD_PARAMS , u32* flags, const u32* FF_RESTRICT own, const u32* FF_RESTRICT pstart, \
-                   const u32* FF_RESTRICT preds, const u32 epoch
-#endif
-#if ORD
-#define NTHREADS (T1D * T1D * EPB)
-#define NO_PRED 0xffffffffu
-__device__ __forceinline__ u32 ld_relaxed_u32(const u32* p) {
-    u32 v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-#endif
-#if ORD == 2
-// raise the flag of the group this block zeroed for (release, cumulative over every
-// thread's zero stores through the barriers since)
-#define LA_PUBLISH()                                                                      \
-    do {                                                                                  \
-        if (tid == 0 && grp + ahead < ngroups)                                            \
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + grp + ahead), "r"(epoch) : "memory"); \
-    } while (0)
-#if LALATE
-#define ORD_MID() do { } while (0)
+// before the scatter: the overlapped skeleton fill complete and its zeros visible
+#if FILLWAIT
+#define FILL_WAIT() pdl_wait()
 #else
-#define ORD_MID() LA_PUBLISH()
-#endif
-// every flag this block needs: where the relaxed load at the start saw it raised, one
-// acquire fence (the fence pattern of the PTX memory model); else wait (acquire)
-#define ORD_WAIT()                                                                        \
-    do {                                                                                  \
-        if (LALATE) LA_PUBLISH();                                                         \
-        if (p_mine != NO_PRED) {                                                          \
-            if (f_mine == epoch) asm volatile("fence.acq_rel.gpu;" ::: "memory");         \
-            else wait_flag(flags, p_mine, epoch);                                         \
-        }                                                                                 \
-        for (u32 t = pbeg + tid - 1 + NTHREADS; t < pend; t += NTHREADS)                  \
-            if (preds[t] >= ahead) wait_flag(flags, preds[t], epoch);                     \
-    } while (0)
-#define ORD_PUBLISH() do { } while (0)
-#elif ORD == 3 || ORD == 4
-#define ORD_MID() do { } while (0)
-#define ORD_PUBLISH() do { } while (0)
-// the previous chunk (which zeroed this chunk's skeleton; ORD 4, v32: the fill before the
-// launch) complete and visible
-#define ORD_WAIT() pdl_wait()
-#elif ORD
-#define ORD_MID() do { } while (0)
-// every owner's flag: the thread's own (preloaded) first, then any beyond NTHREADS
-#define ORD_WAIT()                                                                        \
-    do {                                                                                  \
-        if (it == 0) {                                                                    \
-            if (p_mine != NO_PRED) wait_flag(flags, p_mine, epoch);                       \
-            for (u32 t = pbeg + tid + NTHREADS; t < pend; t += NTHREADS) wait_flag(flags, preds[t], epoch); \
-        }                                                                                 \
-    } while (0)
-// after a barrier that follows the zero stores: raise the group's flag (release, cumulative
-// over the block's stores through the barrier)
-#define ORD_PUBLISH()                                                                     \
-    do {                                                                                  \
-        if (tid == 0 && it == 0)                                                          \
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + grp), "r"(epoch) : "memory"); \
-    } while (0)
-#else
-#define ORD_PARAMS
-#define ORD_WAIT() do { } while (0)
-#define ORD_PUBLISH() do { } while (0)
-#define ORD_MID() do { } while (0)
-#endif
-
-#ifndef BRICK
-#define BRICK 0
-#endif
-#if BRICK
-#if PIPE || ORD || LATEIDX || CHUNK > 1 || INTLAST
-#error "BRICK (v19) is for the non-persistent kernel with the fill before the launch, on a space numbered per brick"
-#endif
-#if EPB != BX * BY * BZ
-#error "BRICK: a block runs one brick of BX * BY * BZ elements"
-#endif
-#define BNX (BX * (N - 1) + 1)
-#define BNY (BY * (N - 1) + 1)
-#define BNZ (BZ * (N - 1) + 1)
-#define BPX (BNX | 1)   // odd row pitch
-// interior extents (guarded divisors: at p = 1 a one-element axis has no interior)
-#define IX (BNX > 2 ? BNX - 2 : 1)
-#define IY (BNY > 2 ? BNY - 2 : 1)
-#define BSIZE (BNZ * BNY * BPX)
-#define NIB ((BNX - 2) * (BNY - 2) * (BNZ - 2))   // interior nodes per brick
-#define BNT (T1D * T1D * EPB)                     // threads per block
-#define SKPT ((NSKB + BNT - 1) / BNT)             // boundary slots per thread
-#define IPT ((NIB + BNT - 1) / BNT)               // interior nodes per thread
-#define BRICK_PARAMS , const u32* FF_RESTRICT skpos
-__device__ __forceinline__ int bpos(int i, int j, int k) { return (k * BNY + j) * BPX + i; }
-__device__ __forceinline__ int slot_pos(u32 c) { return bpos(c & 0xff, (c >> 8) & 0xff, c >> 16); }
-// brick position of interior node s (lexicographic over the interior)
-__device__ __forceinline__ int interior_pos(int s) {
-    const int i = s % IX + 1, t = s / IX;
-    return bpos(i, t % IY + 1, t / IY + 1);
-}
-// The brick's nodes into shared memory (boundary slots through their offsets, kept in
-// registers for the scatter; interior nodes contiguous), all loads issued before any store.
-__device__ __forceinline__ void brick_gather(const u32* FF_RESTRICT off, const u32* FF_RESTRICT skpos,
-                                             const real* FF_RESTRICT u, real* sBk, u32 g, u32 nskel,
-                                             int tid, u32 (&r_off)[SKPT]) {
-    real vs[SKPT], vi[IPT > 0 ? IPT : 1];
-#pragma unroll
-    for (int t = 0; t < SKPT; t++) {
-        const int s = tid + t * BNT;
-        r_off[t] = s < NSKB ? off[(size_t)g * NSKB + s] : 0u;
-    }
-#pragma unroll
-    for (int t = 0; t < IPT; t++) {
-        const int s = tid + t * BNT;
-        if (s < NIB) vi[t] = u[nskel + g * (u32)NIB + (u32)s];
-    }
-#pragma unroll
-    for (int t = 0; t < SKPT; t++)
-        if (tid + t * BNT < NSKB) vs[t] = u[r_off[t]];
-#pragma unroll
-    for (int t = 0; t < IPT; t++) {
-        const int s = tid + t * BNT;
-        if (s < NIB) sBk[interior_pos(s)] = vi[t];
-    }
-#pragma unroll
-    for (int t = 0; t < SKPT; t++) {
-        const int s = tid + t * BNT;
-        if (s < NSKB) sBk[slot_pos(skpos[s])] = vs[t];
-    }
-}
-// The sum over the brick's elements holding brick node (I, J, K) of their nodal outputs,
-// element le's at work0 + le * WORK as [k][j] rows of pitch ZPR, planes of pitch ZPP.
-__device__ __forceinline__ real brick_sum(const real* work0, int I, int J, int K) {
-    const int ex = min(I / (N - 1), BX - 1), ey = min(J / (N - 1), BY - 1), ez = min(K / (N - 1), BZ - 1);
-    const int lx = I - ex * (N - 1), ly = J - ey * (N - 1), lz = K - ez * (N - 1);
-    // a node on a face between two elements of the brick is also the previous one's last
-    const int nx = (lx == 0 && ex > 0) ? 2 : 1, ny = (ly == 0 && ey > 0) ? 2 : 1, nz = (lz == 0 && ez > 0) ? 2 : 1;
-    real s = 0;
-    for (int dz = 0; dz < nz; dz++)
-        for (int dy = 0; dy < ny; dy++)
-            for (int dx = 0; dx < nx; dx++) {
-                const int le = ((ez - dz) * BY + (ey - dy)) * BX + (ex - dx);
-                const int k = dz ? N - 1 : lz, j = dy ? N - 1 : ly, i = dx ? N - 1 : lx;
-                s += work0[le * WORK + k * ZPP + j * ZPR + i];
-            }
-    return s;
-}
-// Each brick node once: interior nodes stored, boundary nodes added atomically.
-__device__ __forceinline__ void brick_scatter(const u32* FF_RESTRICT skpos, real* FF_RESTRICT v,
-                                              const real* work0, u32 g, u32 nskel, int tid,
-                                              const u32 (&r_off)[SKPT]) {
-#pragma unroll
-    for (int t = 0; t < IPT; t++) {
-        const int s = tid + t * BNT;
-        if (s < NIB) {
-            const int i = s % IX + 1, r = s / IX;
-            v[nskel + g * (u32)NIB + (u32)s] = brick_sum(work0, i, r % IY + 1, r / IY + 1);
-        }
-    }
-#pragma unroll
-    for (int t = 0; t < SKPT; t++) {
-        const int s = tid + t * BNT;
-        if (s < NSKB) {
-            const u32 c = skpos[s];
-            atomicAdd(v + r_off[t], brick_sum(work0, c & 0xff, (c >> 8) & 0xff, c >> 16));
-        }
-    }
-}
-#else
-#define BRICK_PARAMS
-#endif
-
-#if LATEIDX
-#define SCATTER_IDX(k) node_index<true>(offsets, e, nskel, a, b, k)
-#else
-#define SCATTER_IDX(k) r_idx[k]
+#define FILL_WAIT() do { } while (0)
 #endif
 
 #if PIPE
@@ -563,29 +314,6 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
     } while (0)
 #endif
 #endif
-#if BRICK
-// the brick's nodes into shared memory (over the work regions), then this element's
-// z-column (x = a, y = b) into registers; afterwards the regions are free again (and, on
-// the fly, the vertices go where the brick was)
-#define BRICK_COLUMN(col)                                                                 \
-    do {                                                                                  \
-        brick_gather(offsets, skpos, u, smem + GALL, g, nskel, tid, r_off);               \
-        __syncthreads();                                                                  \
-        if (OWNER) {                                                                      \
-            const int bx = le % BX, by = (le / BX) % BY, bz = le / (BX * BY);             \
-            _Pragma("unroll") for (int k = 0; k < N; k++)                                 \
-                col[k] = smem[GALL + bpos(bx * (N - 1) + a, by * (N - 1) + b, bz * (N - 1) + k)]; \
-        }                                                                                 \
-        __syncthreads();                                                                  \
-        BRICK_VERTICES();                                                                 \
-    } while (0)
-#if GEO == 1
-// (the next barrier, before any phase reads the vertices, orders these stores)
-#define BRICK_VERTICES() LOAD_VERTICES()
-#else
-#define BRICK_VERTICES() do { } while (0)
-#endif
-#endif
 
 #if PIPE
 // the next group's gather into the staging buffer, once every thread has consumed it
@@ -611,9 +339,8 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
 #endif
 
 // the non-ZFIRST arrays, [z][y][x] with the pitches above (pC, pU: the kernel's pointers):
-// in the default layout as the typed arrays the kernels had before v20c (ptxas allocates
-// them as before; the arithmetic form spills some capped kernels), with v20c's pitches by
-// arithmetic (the form measured and tested on the device)
+// in the default layout as typed arrays (ptxas allocates these better: the arithmetic form
+// spills some capped kernels), with the bank model's pitches by arithmetic
 #define CUSTOM_PITCHES (BPR != PADQ || BPP != N * PADQ || UPR != PADQ || UPP != Q * PADQ || RPR != PADQ || RPP != Q * PADQ || SPR != PADQ || SPP != Q * PADQ)
 #if CUSTOM_PITCHES
 #define SB(z, y, x) R1[(z) * BPP + (y) * BPR + (x)]
@@ -636,8 +363,7 @@ __device__ __forceinline__ void column_flux(const ColumnAdj& c, real z, real w, 
 
 extern "C" __global__ void __launch_bounds__(T1D * T1D * EPB, MINB)
 bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo,
-         const real* FF_RESTRICT mats_unused, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha
-         ORD_PARAMS BRICK_PARAMS)
+         const real* FF_RESTRICT mats_unused, const real* FF_RESTRICT u, real* FF_RESTRICT v, const real alpha)
 {
     extern __shared__ __align__(16) unsigned char ff_smem[];
     real* smem = (real*)ff_smem;
@@ -665,9 +391,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
     real (*sIn)[N][PADN] = (real (*)[N][PADN])R0;
 #endif
     u32 r_idx[N];
-#if BRICK
-    u32 r_off[SKPT];   // the brick's boundary offsets, from the gather to the scatter
-#endif
 
 #if PIPE
     // prologue: the first group's geometry and gather
@@ -699,40 +422,11 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int k = 0; k < N; k++) r_nidx[k] = node_index(offsets, en, nskel, a, b, k);
         }
 #else
-    // a block runs CHUNK element groups one after another (the owner unit of ORD)
-#if ORD == 3
-    const u32 grp = gbase + blockIdx.x;
-    pdl_trigger();
-#else
-    const u32 grp = blockIdx.x;
-#endif
-#if ORD == 1
-    // zero the skeleton nodes this block's groups own (the lines stay in L2 for the atomics)
+    // one element group per block
     {
-        const u32 z1 = own[grp + 1];
-        for (u32 t = own[grp] + tid; t < z1; t += NTHREADS) v[t] = (real)0;
-    }
-    const u32 pbeg = pstart[grp], pend = pstart[grp + 1];
-    const u32 p_mine = pbeg + tid < pend ? preds[pbeg + tid] : NO_PRED;
-#elif ORD == 2
-    // zero the skeleton owned by the group `ahead` groups on (still in L2 when it comes)
-    if (grp + ahead < ngroups) {
-        const u32 z1 = own[grp + ahead + 1];
-        for (u32 t = own[grp + ahead] + tid; t < z1; t += NTHREADS) v[t] = (real)0;
-    }
-    // thread 0 watches this group's own range, threads 1.. its other owners' (the groups
-    // below `ahead` were zeroed before the launch); relaxed loads now, checked before the
-    // scatter
-    const u32 pbeg = pstart[grp], pend = pstart[grp + 1];
-    u32 p_mine = tid == 0 ? grp : (pbeg + tid - 1 < pend ? preds[pbeg + tid - 1] : NO_PRED);
-    if (p_mine < ahead) p_mine = NO_PRED;
-    const u32 f_mine = p_mine != NO_PRED ? ld_relaxed_u32(flags + p_mine) : epoch;
-#endif
-    for (u32 it = 0; it < CHUNK; it++) {
-        const u32 g = grp * CHUNK + it;
-        if (g >= ngroups) break;
-        // the previous group's last phase still reads the shared regions
-        if (CHUNK > 1 && it > 0) __syncthreads();
+        const u32 g = blockIdx.x;
+        const u32 it = 0;   // the geometry barrier's phase parity: its first use
+        if (g >= ngroups) return;
         const u32 e = g * EPB + le;
         const bool active = e < nelem;
 #if TMA_GEO
@@ -741,58 +435,24 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #endif
 #if GEO == 0 && !TMA_GEO
         const real* sG = geo + (size_t)(active ? e : 0) * GSTRIDE;   // read directly (GEOLOAD 1)
-#if GEOPF == 1 || GEOPF == 2
-        // prefetch the element's factors (every 128-byte line it touches) into L1 / L2, so
-        // that their latency overlaps the gather and the first contractions
-        if (active) {
-            const char* g0 = (const char*)sG;
-            for (int l = a + T1D * b; l <= (int)(GSTRIDE * sizeof(real) / 128); l += T1D * T1D) {
-#if GEOPF == 1
-                asm volatile("prefetch.global.L1 [%0];" :: "l"(g0 + l * 128));
-#else
-                asm volatile("prefetch.global.L2 [%0];" :: "l"(g0 + l * 128));
 #endif
-            }
-        }
-#endif
-#if GEOPF == 3
-        // the weights of this thread's x-pencil, loaded into registers before the gather
-        real gw[Q];
-        if (active) {
-#pragma unroll
-            for (int i = 0; i < Q; i++) gw[i] = GLD(sG[GPOS(i, a, b)]);
-        }
-#endif
-#endif
-#if GEO == 1 && !BRICK
+#if GEO == 1
         LOAD_VERTICES();
 #endif
 #if OP == 1 && GEO == 0 && !TMA_GEO && !ZFIRST
         real gW[Q];   // this column's weights, loaded before the gather completes
         if (active) {
 #pragma unroll
-            for (int q = 0; q < Q; q++) gW[q] = GLD(sG[GPOS(a, b, q)]);
+            for (int q = 0; q < Q; q++) gW[q] = (sG[GPOS(a, b, q)]);
         }
 #endif
 #if ZFIRST
-        // ======================= BP1, v6: register gather and scatter =======================
+        // ================== BP1, register columns: gather and scatter =======================
         // sZ [z < Q][y < N][x]: after the z-contraction, and after the transposed y one;
         // sY [z < Q][y < Q][x]: after the y-contraction, then the x-pencils' transposed
         // outputs (each thread rewrites its own pencil in place)
 #define SZ(z, y, x) R0[(z) * ZPP + (y) * ZPR + (x)]
 #define SY(z, y, x) R1[(z) * YPP + (y) * YPR + (x)]
-#if BRICK
-        {
-            real in[N];
-            BRICK_COLUMN(in);
-            if (active && OWNER) {
-                real out[Q];
-                CONTRACT(cBf, 1, N, Q, in, out);
-#pragma unroll
-                for (int q = 0; q < Q; q++) SZ(q, b, a) = out[q];
-            }
-        }
-#else
         if (active && OWNER) {
             real in[N];
 #pragma unroll
@@ -804,9 +464,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int q = 0; q < Q; q++) SZ(q, b, a) = out[q];
         }
-#endif
         __syncthreads();
-        ORD_PUBLISH();
         // y: pencils (x = a < N, z = b < Q)
         if (active && a < N) {
             real in[N];
@@ -818,7 +476,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int q = 0; q < Q; q++) SY(b, q, a) = out[q];
         }
         __syncthreads();
-        ORD_MID();
         // x: pencils (y = a, z = b) into registers, weights, transposed x in place
 #if TMA_GEO
         geometry_wait(&bar, it & 1);
@@ -834,11 +491,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int i = 0; i < Q; i++) {
 #if GEO == 0
-#if GEOPF == 3
-                rx[i] *= gw[i];
-#else
-                rx[i] *= GLD(sG[GPOS(i, a, b)]);
-#endif
+                rx[i] *= (sG[GPOS(i, a, b)]);
 #else
                 rx[i] *= cW[i] * det_at(dp, cX[i]);
 #endif
@@ -858,7 +511,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int n = 0; n < N; n++) SZ(b, n, a) = out[n];
         }
-        ORD_WAIT();
+        FILL_WAIT();
         __syncthreads();
         // transposed z in registers, scatter
         if (active && OWNER) {
@@ -867,31 +520,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             for (int q = 0; q < Q; q++) in[q] = SZ(q, b, a);
             real out[N];
             CONTRACT(cBt, 1, Q, N, in, out);
-#if BRICK
-            // own column only: the nodal outputs replace the column just read
 #pragma unroll
-            for (int k = 0; k < N; k++) SZ(k, b, a) = out[k];
-#else
-#pragma unroll
-            for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), out[k], is_interior(a, b, k));
-#endif
+            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], out[k], is_interior(a, b, k));
         }
-#if BRICK
-        __syncthreads();
-        brick_scatter(skpos, v, smem + GALL, g, nskel, tid, r_off);
-#endif
 #else
 #if PIPE
         cp_async_wait_all();
-#elif BRICK
-        {
-            real col[N];
-            BRICK_COLUMN(col);
-            if (active && OWNER) {
-#pragma unroll
-                for (int k = 0; k < N; k++) sIn[k][b][a] = col[k];
-            }
-        }
 #else
         if (active && OWNER) {
 #pragma unroll
@@ -902,7 +536,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #endif
         __syncthreads();
-        ORD_PUBLISH();
 
         real rq[Q];   // z-column of values at the points (x = a, y = b)
 #if OP == 5
@@ -916,7 +549,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if OP == 1
         real* const pC = R0;   // shares R0 with sA (disjoint lifetimes)
 #else
-        real* pC = R2;   // the transposed phase moves it to R0 (v21)
+        real* pC = R2;   // the transposed phase moves it to R0
 #endif
         real (*sA)[N][PADN] = (real (*)[N][PADN])R0;   // output of the last transposed phase
         if (active && OWNER) {
@@ -942,7 +575,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
         __syncthreads();
 #if OP == 1
-        ORD_MID();
 #endif
         // z: columns (x=a, y=b) into registers
         if (active) {
@@ -1001,7 +633,6 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
         __syncthreads();
-        ORD_MID();
 #if OP == 5
         STAGE_REFILL();
 #endif
@@ -1022,8 +653,8 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #if GEO == 0
                 real G[6];
 #pragma unroll
-                for (int c = 0; c < 6; c++) G[c] = GLD(sG[c * QQQ + GPOS(a, b, k)]);
-                if (MASS) wdetj = GLD(sG[6 * QQQ + GPOS(a, b, k)]);
+                for (int c = 0; c < 6; c++) G[c] = (sG[c * QQQ + GPOS(a, b, k)]);
+                if (MASS) wdetj = (sG[6 * QQQ + GPOS(a, b, k)]);
                 SR(k, b, a) = G[0] * ur + G[1] * us + G[2] * ut;
                 SS(k, b, a) = G[1] * ur + G[3] * us + G[4] * ut;
                 rt[k] = G[2] * ur + G[4] * us + G[5] * ut;
@@ -1056,7 +687,7 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
             }
         }
 #if OP == 5
-        ORD_WAIT();
+        FILL_WAIT();
 #endif
         __syncthreads();
         if (active) {
@@ -1066,25 +697,17 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         }
 #endif
 
-#if OP == 5 && BRICK
-        // the nodal outputs into the first region (the input's, long consumed)
+#if OP == 5
         if (active && OWNER) {
 #pragma unroll
-            for (int k = 0; k < N; k++) sIn[k][b][a] = rq[k];
-        }
-        __syncthreads();
-        brick_scatter(skpos, v, smem + GALL, g, nskel, tid, r_off);
-#elif OP == 5
-        if (active && OWNER) {
-#pragma unroll
-            for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), rq[k], is_interior(a, b, k));
+            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], rq[k], is_interior(a, b, k));
         }
 #else
         // transposed interpolation: z in registers -> sC, then y -> sB, x -> sA
 #if OP == 3
-        // v21: sC into R0, the values' region, whose last reads (the derivatives) are two
+        // sC into R0, the values' region, whose last reads (the derivatives) are two
         // barriers back; over sS (R2) it would need a barrier more whenever its pitches
-        // differ from sS's (v20c: every thread's last reads of sS first), since another
+        // differ from sS's (every thread's last reads of sS first), since another
         // thread's sC column may then lie on the fluxes a slower thread is still reading.
         // sA (R0) comes after the barrier that ends the reads of sC.
         pC = R0;
@@ -1118,16 +741,12 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
 #pragma unroll
             for (int i = 0; i < N; i++) sA[b][a][i] = out[i];
         }
-        ORD_WAIT();
+        FILL_WAIT();
         __syncthreads();
-#if BRICK
-        brick_scatter(skpos, v, smem + GALL, g, nskel, tid, r_off);
-#else
         if (active && OWNER) {
 #pragma unroll
-            for (int k = 0; k < N; k++) accumulate(v, SCATTER_IDX(k), sA[k][b][a], is_interior(a, b, k));
+            for (int k = 0; k < N; k++) accumulate(v, r_idx[k], sA[k][b][a], is_interior(a, b, k));
         }
-#endif
 #endif
 #endif  // ZFIRST
 #if PIPE
@@ -1135,14 +754,4 @@ bp_apply(const u32 nelem, const u32 nskel, const u32* FF_RESTRICT offsets, const
         for (int k = 0; k < N; k++) r_idx[k] = r_nidx[k];
 #endif
     }
-#if ORD == 3
-    // this launch's share of the next chunk's skeleton: zeros written late, still in L2
-    // when the next chunk's atomics come (nothing of this chunk touches those nodes)
-    {
-        const u32 per = (zend - zbeg + gridDim.x - 1) / gridDim.x;
-        const u32 z0 = zbeg + blockIdx.x * per;
-        const u32 z1 = z0 + per < zend ? z0 + per : zend;
-        for (u32 t = z0 + tid; t < z1; t += NTHREADS) v[t] = (real)0;
-    }
-#endif
 }

@@ -45,6 +45,9 @@ pub struct GpuDevice {
     /// no such set-aside).
     l2_persisting_max: usize,
     total_mem: usize,
+    /// Peak memory bandwidth in bytes per second from the memory clock and bus width (0
+    /// where the driver does not report them).
+    peak_bandwidth: f64,
     max_shared_per_block_optin: usize,
     driver_version: i32,
     cache: Option<DiskCache>,
@@ -96,6 +99,14 @@ impl GpuDevice {
         let max_shared_per_block_optin =
             attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
                 .map_err(|e| GpuError::driver("reading attributes", e))?;
+        // the memory clock in kHz, double data rate, over the bus width in bits
+        let peak_bandwidth = match (
+            attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+            attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
+        ) {
+            (Ok(khz), Ok(bits)) => 2.0 * khz as f64 * 1e3 * bits as f64 / 8.0,
+            _ => 0.0,
+        };
         let mut driver_version = 0;
         // SAFETY: out-parameter.
         unsafe { sys::cuDriverGetVersion(&mut driver_version) };
@@ -113,6 +124,7 @@ impl GpuDevice {
             sm_count,
             l2_bytes,
             l2_persisting_max,
+            peak_bandwidth,
             max_shared_per_block_optin,
             driver_version,
             cache,
@@ -148,6 +160,11 @@ impl GpuDevice {
     /// Number of multiprocessors.
     pub fn sm_count(&self) -> usize {
         self.sm_count
+    }
+    /// Peak memory bandwidth in bytes per second from the memory clock and bus width (0
+    /// where the driver does not report them).
+    pub fn peak_bandwidth(&self) -> f64 {
+        self.peak_bandwidth
     }
     /// L2 cache size in bytes.
     pub fn l2_bytes(&self) -> usize {

@@ -7,6 +7,7 @@ use crate::compile::KernelSpec;
 use crate::{sources, DeviceVec, GpuDevice, GpuError, GpuReal, GpuTimer};
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use ferrofem_fe::{LagrangeElement, QuadratureRule};
+use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::Mesh;
 use ferrofem_physics::CudaPhysics;
 use ferrofem_space::H1Space;
@@ -36,15 +37,6 @@ pub enum Output {
     GlobalColored,
 }
 
-/// Where cell geometry comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Geometry {
-    /// `J⁻¹` and `det J` stored per cell (`d² + 1` values, the paper's layout).
-    Stored,
-    /// Computed in the kernel from the vertex nodes' coordinates.
-    FromVertices,
-}
-
 /// The auxiliary (coefficient) field of the physics.
 #[derive(Clone, Copy, Debug)]
 pub enum Aux<'a> {
@@ -63,8 +55,10 @@ pub struct ResidualConfig {
     pub strategy: Strategy,
     /// Output.
     pub output: Output,
-    /// Geometry source.
-    pub geometry: Geometry,
+    /// Where cell geometry comes from: `J⁻¹` and `det J` stored per cell (`d² + 1`
+    /// values, the paper's layout; the maps are affine), or computed in the kernel from
+    /// the coordinates of the cell's vertex nodes.
+    pub geometry: GeometrySource,
     /// Cell blocks per batch (transposition only; a block is `lcm(NB, NQ)` cells, capped).
     pub blocks_per_batch: usize,
     /// Batches a thread block processes in sequence (transposition only).
@@ -81,7 +75,7 @@ impl ResidualConfig {
         ResidualConfig {
             strategy: Strategy::Transposition,
             output: Output::GlobalAtomic,
-            geometry: Geometry::Stored,
+            geometry: GeometrySource::Stored,
             blocks_per_batch: 4,
             batches: 2,
             threads_per_cell: 0,
@@ -175,7 +169,7 @@ pub fn residual_kernel<T: GpuReal>(
     let nfs = nf | 1;
     // mirrors the transposition kernel's shared arrays (stage buffers doubled when a block
     // takes several batches)
-    let from_vertices = cfg.geometry == Geometry::FromVertices;
+    let from_vertices = cfg.geometry == GeometrySource::OnTheFly;
     let nae = match aux {
         0 => 0,
         2 => 1,
@@ -284,7 +278,7 @@ pub fn residual_kernel<T: GpuReal>(
             Output::GlobalColored => 2,
         },
     )
-    .define("GEO", (cfg.geometry == Geometry::FromVertices) as u32)
+    .define("GEO", (cfg.geometry == GeometrySource::OnTheFly) as u32)
     .define("AUX", aux)
     .define("JAC", jacobian as u32)
     .define("HAS_F0", t.f0 as u32)
@@ -396,7 +390,7 @@ impl<T: GpuReal> GpuResidual<T> {
         // geometry: J^{-1} (row-major dxi_k/dx_i) and det J per cell from the vertex nodes
         let r = space.restriction();
         let xs = space.node_coords();
-        let geo_host: Vec<T> = if cfg.geometry == Geometry::Stored {
+        let geo_host: Vec<T> = if cfg.geometry == GeometrySource::Stored {
             let mut g = Vec::with_capacity(ncells * (d * d + 1));
             for c in 0..ncells {
                 let en = r.elem(c);
@@ -421,7 +415,7 @@ impl<T: GpuReal> GpuResidual<T> {
         } else {
             vec![T::zero()]
         };
-        let coords_host: Vec<T> = if cfg.geometry == Geometry::FromVertices {
+        let coords_host: Vec<T> = if cfg.geometry == GeometrySource::OnTheFly {
             xs.iter().map(|&x| T::of(x)).collect()
         } else {
             vec![T::zero()]
@@ -691,7 +685,7 @@ pub fn tested_cases() -> Vec<ResidualCase> {
                             Output::GlobalAtomic,
                             Output::GlobalColored,
                         ] {
-                            for geometry in [Geometry::Stored, Geometry::FromVertices] {
+                            for geometry in [GeometrySource::Stored, GeometrySource::OnTheFly] {
                                 push(
                                     f32,
                                     false,

@@ -8,19 +8,20 @@ pub const BLAS: &str = include_str!("../kernels/blas.cu");
 /// Pieces shared by both bake-off kernel variants (sizes, accumulation, trilinear metric,
 /// device-side geometry setup).
 pub const BP_COMMON: &str = include_str!("../kernels/bp_common.cuh");
-/// The CEED bake-off operators BP1, BP3 and BP3.5 on hexahedra, v1: the paper's 2-D slice
-/// kernel (see the file's header).
+/// The CEED bake-off operators BP1, BP3 and BP3.5 on hexahedra: the paper's 2-D slice
+/// kernel, the baseline strategy (see the file's header).
 pub const BP: &str = include_str!("../kernels/bp.cu");
-/// The bake-off operators, v2: pencil contractions with constant matrices and bulk-copied
-/// geometry (see the file's header and notes/gpu-bp.md).
+/// The bake-off operators with pencil contractions: one element per group of threads, 1-D
+/// matrices as compile-time constants (see the file's header and docs/bp-gpu.md).
 pub const BP_PENCIL: &str = include_str!("../kernels/bp_pencil.cu");
-/// The 1-D contraction (plain or even-odd) shared by the v2 and lattice bake-off kernels.
+/// The 1-D contraction (plain or even-odd) shared by the pencil and lattice bake-off
+/// kernels.
 pub const BP_CONTRACT: &str = include_str!("../kernels/bp_contract.cuh");
 /// Programmatic dependent launch, the Dirichlet rows' identity and the skeleton fill,
-/// shared by the v2 and lattice bake-off kernels.
+/// shared by the pencil and lattice bake-off kernels.
 pub const BP_FILL: &str = include_str!("../kernels/bp_fill.cuh");
-/// BP1 on a brick of elements as one node lattice (v26; see the file's header and
-/// notes/gpu-bp.md).
+/// BP1 on a brick of elements as one node lattice (see the file's header and
+/// docs/bp-gpu.md).
 pub const BP_LATTICE: &str = include_str!("../kernels/bp_lattice.cu");
 /// The Jacobi diagonal of the bake-off operators, matrix-free on the device (see the file's
 /// header; host side in `bp/diag.rs`).

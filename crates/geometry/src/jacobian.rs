@@ -49,9 +49,14 @@ impl Jacobian {
     }
 }
 
-/// Determinant and adjugate (`adj = det · J⁻¹`) of the leading `d × d` block.
+/// Determinant and adjugate (`adj = det · J⁻¹`) of the leading `d × d` block of `j`
+/// (`d` is 2 or 3; the rest of the returned adjugate is zero), by the explicit cofactor
+/// formulas. Returning the adjugate rather than the inverse lets callers divide by the
+/// determinant once, or fold it into other factors (the metric `w det J · J⁻¹J⁻ᵀ` is
+/// `(w / det J) · adj adjᵀ`), and check the determinant before dividing. Always inlined:
+/// it sits in the per-point loops of the geometry setup of every operator.
 #[inline(always)]
-pub(crate) fn adjugate(d: usize, j: &[[f64; 3]; 3]) -> (f64, [[f64; 3]; 3]) {
+pub fn adjugate(d: usize, j: &[[f64; 3]; 3]) -> (f64, [[f64; 3]; 3]) {
     let mut a = [[0.0; 3]; 3];
     if d == 2 {
         a[0][0] = j[1][1];

@@ -15,10 +15,12 @@ mod cell_map;
 mod error;
 mod jacobian;
 mod quad_geometry;
+mod source;
 #[cfg(test)]
 mod test_meshes;
 
 pub use cell_map::{jacobian, map_point, CellMap};
 pub use error::GeometryError;
-pub use jacobian::{Jacobian, DEGENERACY_TOLERANCE};
+pub use jacobian::{adjugate, Jacobian, DEGENERACY_TOLERANCE};
 pub use quad_geometry::{metric_len, QuadGeometry};
+pub use source::GeometrySource;

@@ -156,14 +156,6 @@ pub enum MeshError {
         /// What is wrong with it.
         reason: String,
     },
-    /// Cells cannot be grouped into bricks as asked (grid and brick sizes disagree).
-    #[error("cannot sort {cells} cells into bricks: {reason}")]
-    Bricks {
-        /// Cells of the mesh.
-        cells: usize,
-        /// What does not fit.
-        reason: String,
-    },
     /// A Gmsh file could not be read.
     #[error("{path}: {location}: {message}")]
     Gmsh {

@@ -5,10 +5,10 @@
 //! Quadrilaterals and hexahedra are split in one step into an `m^d` lattice of children
 //! (`m = 2^levels`) in their parent's reference coordinates: the children of a parent are
 //! consecutive, lexicographic in the parent's axes (`a + m (b + m c)`), and each keeps its
-//! parent's local axes, so the children of one parent tile it as a structured block
-//! ([`Mesh::sort_cells_in_bricks_by_block`] then sorts them into bricks for the GPU's
-//! lattice kernel). Triangles and tetrahedra are split level by level into 4 and 8 children
-//! (red refinement; a tetrahedron's inner octahedron along its shortest diagonal).
+//! parent's local axes, so the children of one parent tile it as a structured block (which
+//! the GPU backend's lattice kernel sorts into its bricks). Triangles and tetrahedra are
+//! split level by level into 4 and 8 children (red refinement; a tetrahedron's inner
+//! octahedron along its shortest diagonal).
 //!
 //! Cells are straight-sided, so new vertices are placed by the parent's multilinear (or
 //! affine) map; the old vertices keep their indices. Cell tags pass to the children, tagged

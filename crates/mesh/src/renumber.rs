@@ -231,8 +231,22 @@ impl Mesh {
         perm
     }
 
-    /// Puts old cell `perm[i]` (with its tag) at position `i`.
-    fn reorder_cells(&mut self, perm: &[u32]) {
+    /// Puts old cell `perm[i]` (with its tag) at position `i`: the cell order alone
+    /// changes, vertices and tagged facets stay as they are. Lets a caller apply an order
+    /// of its own, such as a GPU kernel's tiling of the cells.
+    ///
+    /// # Panics
+    /// If `perm` is not a permutation of the cells.
+    pub fn reorder_cells(&mut self, perm: &[u32]) {
+        let n = self.num_cells();
+        let mut seen = vec![false; n];
+        assert!(
+            perm.len() == n
+                && perm
+                    .iter()
+                    .all(|&c| (c as usize) < n && !std::mem::replace(&mut seen[c as usize], true)),
+            "a cell order must be a permutation of the {n} cells"
+        );
         let mut cells = Vec::with_capacity(self.cells().len());
         let mut tags = Vec::with_capacity(self.num_cells());
         for &old in perm {
@@ -242,81 +256,6 @@ impl Mesh {
         let coords = self.coords().to_vec();
         let facets = self.facets().clone();
         self.replace_parts(coords, cells, tags, facets);
-    }
-
-    /// Sorts the cells of a structured `grid[0] × grid[1] × grid[2]` grid, given in
-    /// lexicographic order (x fastest, as [`crate::generate_box`] makes them), into bricks
-    /// of `brick[0] × brick[1] × brick[2]` cells: the bricks in lexicographic order, each
-    /// brick's cells consecutive and lexicographic within it. A GPU kernel can then give a
-    /// thread block one brick and sum the faces inside it in shared memory
-    /// (`H1Space::bricked` numbers the dofs to match and checks that the bricks are real).
-    /// Cell tags move with their cells. Returns the new order: new cell `i` is old cell
-    /// `perm[i]`.
-    pub fn sort_cells_in_bricks(
-        &mut self,
-        grid: [usize; 3],
-        brick: [usize; 3],
-    ) -> Result<Vec<u32>, crate::MeshError> {
-        self.sort_cells_in_bricks_ordered(grid, brick, false)
-    }
-
-    /// As [`Mesh::sort_cells_in_bricks`], with the bricks along the Morton (Z-order) curve
-    /// of their brick coordinates (`morton`) rather than lexicographic, so that bricks that
-    /// share faces, edges and corners are also close in the order (a GPU kernel that adds
-    /// the nodes on brick boundaries then finds them still in cache more often).
-    pub fn sort_cells_in_bricks_ordered(
-        &mut self,
-        grid: [usize; 3],
-        brick: [usize; 3],
-        morton: bool,
-    ) -> Result<Vec<u32>, crate::MeshError> {
-        let cells = self.num_cells();
-        if grid.iter().product::<usize>() != cells {
-            return Err(crate::MeshError::Bricks {
-                cells,
-                reason: format!(
-                    "a {}x{}x{} grid has {} cells",
-                    grid[0],
-                    grid[1],
-                    grid[2],
-                    grid.iter().product::<usize>()
-                ),
-            });
-        }
-        let perm = brick_permutation(cells, grid, brick, morton)?;
-        self.reorder_cells(&perm);
-        Ok(perm)
-    }
-
-    /// Sorts the cells of every consecutive group of `block[0] × block[1] × block[2]`
-    /// cells, each group a structured block given lexicographically (as
-    /// [`Mesh::refined`] leaves each parent's children), into bricks of `brick[0] ×
-    /// brick[1] × brick[2]` cells, the bricks of a block lexicographic; the groups keep
-    /// their order. So a refined file mesh serves the GPU's brick kernels like a
-    /// generated box (`H1Space::bricked` checks that the bricks are real). Returns the new
-    /// order: new cell `i` is old cell `perm[i]`.
-    pub fn sort_cells_in_bricks_by_block(
-        &mut self,
-        block: [usize; 3],
-        brick: [usize; 3],
-    ) -> Result<Vec<u32>, crate::MeshError> {
-        let cells = self.num_cells();
-        let per: usize = block.iter().product();
-        if per == 0 || cells % per != 0 {
-            return Err(crate::MeshError::Bricks {
-                cells,
-                reason: format!(
-                    "the cells are not whole blocks of {}x{}x{}",
-                    block[0], block[1], block[2]
-                ),
-            });
-        }
-        let local = brick_permutation(cells, block, brick, false)?;
-        let perm: Vec<u32> = (0..cells / per)
-            .flat_map(|g| local.iter().map(move |&c| (g * per) as u32 + c))
-            .collect();
-        self.reorder_cells(&perm);
-        Ok(perm)
     }
 
     /// Largest spread of vertex indices within one cell (max minus min index), the
@@ -332,47 +271,6 @@ impl Mesh {
             .max()
             .unwrap_or(0)
     }
-}
-
-/// The order that sorts a structured `grid` of cells, lexicographic, into bricks of
-/// `brick` cells (see [`Mesh::sort_cells_in_bricks_ordered`]): new cell `i` of the grid is
-/// old cell `perm[i]`. `cells` (the mesh's) only names the mesh in errors.
-fn brick_permutation(
-    cells: usize,
-    grid: [usize; 3],
-    brick: [usize; 3],
-    morton: bool,
-) -> Result<Vec<u32>, crate::MeshError> {
-    if let Some(a) = (0..3).find(|&a| brick[a] == 0 || grid[a] % brick[a] != 0) {
-        return Err(crate::MeshError::Bricks {
-            cells,
-            reason: format!(
-                "bricks of {}x{}x{} cells do not tile a {}x{}x{} grid (axis {a})",
-                brick[0], brick[1], brick[2], grid[0], grid[1], grid[2]
-            ),
-        });
-    }
-    let nb = [grid[0] / brick[0], grid[1] / brick[1], grid[2] / brick[2]];
-    let mut bricks: Vec<[usize; 3]> = (0..nb[2])
-        .flat_map(|bk| (0..nb[1]).flat_map(move |bj| (0..nb[0]).map(move |bi| [bi, bj, bk])))
-        .collect();
-    if morton {
-        bricks.sort_by_key(|b| {
-            spread3(b[0] as u64) | spread3(b[1] as u64) << 1 | spread3(b[2] as u64) << 2
-        });
-    }
-    let mut perm = Vec::with_capacity(grid.iter().product());
-    for [bi, bj, bk] in bricks {
-        for k in 0..brick[2] {
-            for j in 0..brick[1] {
-                for i in 0..brick[0] {
-                    let (x, y, z) = (bi * brick[0] + i, bj * brick[1] + j, bk * brick[2] + k);
-                    perm.push(((z * grid[1] + y) * grid[0] + x) as u32);
-                }
-            }
-        }
-    }
-    Ok(perm)
 }
 
 #[cfg(test)]
@@ -537,6 +435,29 @@ mod tests {
         assert!(m.color_cells().verify(&m));
     }
 
+    /// A caller's own cell order moves each cell with its tag and leaves the geometry.
+    #[test]
+    fn cells_reorder_with_their_tags() {
+        let base = generate_box(&BoxSpec::unit(CellType::Hexahedron, &[3, 2, 2])).unwrap();
+        let n = base.num_cells();
+        let base = base.with_cell_tags((0..n as i32).map(|c| 10 + c).collect());
+        let perm = shuffle(n, 5);
+        let mut m = base.clone();
+        m.reorder_cells(&perm);
+        for (new, &old) in perm.iter().enumerate() {
+            assert_eq!(m.cell(new), base.cell(old as usize));
+            assert_eq!(m.cell_tags()[new], base.cell_tags()[old as usize]);
+        }
+        assert_eq!(fingerprint(&m), fingerprint(&base));
+    }
+
+    #[test]
+    #[should_panic(expected = "permutation")]
+    fn a_cell_order_that_repeats_a_cell_is_refused() {
+        let mut m = generate_box(&BoxSpec::unit(CellType::Hexahedron, &[2, 2, 1])).unwrap();
+        m.reorder_cells(&[0, 1, 1, 3]);
+    }
+
     #[test]
     fn morton_codes_interleave_bits() {
         assert_eq!(spread2(0b1011), 0b100_0101);
@@ -546,85 +467,5 @@ mod tests {
         assert_eq!(spread3(1 << 20), 1 << 60);
         assert_eq!(spread3((1 << 21) - 1).count_ones(), 21);
         assert_eq!(spread2(u32::MAX as u64).count_ones(), 32);
-    }
-
-    /// Bricks along the Morton curve: the same bricks as the lexicographic sort, each
-    /// consecutive and lexicographic inside, in the order of their interleaved coordinates.
-    #[test]
-    fn bricks_in_morton_order_are_the_same_bricks_reordered() {
-        let grid = [8, 4, 4];
-        let brick = [2, 2, 2];
-        let base = generate_box(&BoxSpec::unit(CellType::Hexahedron, &grid)).unwrap();
-        let lex = base.clone().sort_cells_in_bricks(grid, brick).unwrap();
-        let mut m = base.clone();
-        let morton = m.sort_cells_in_bricks_ordered(grid, brick, true).unwrap();
-        let bricks_of =
-            |perm: &[u32]| -> Vec<Vec<u32>> { perm.chunks(8).map(|c| c.to_vec()).collect() };
-        let (lb, mb) = (bricks_of(&lex), bricks_of(&morton));
-        // brick coordinates of each Morton-ordered brick, from its first cell
-        let coords: Vec<[usize; 3]> = mb
-            .iter()
-            .map(|b| {
-                let c = b[0] as usize;
-                [(c % 8) / 2, (c / 8 % 4) / 2, c / 32 / 2]
-            })
-            .collect();
-        let want: Vec<[usize; 3]> = vec![
-            [0, 0, 0],
-            [1, 0, 0],
-            [0, 1, 0],
-            [1, 1, 0],
-            [0, 0, 1],
-            [1, 0, 1],
-            [0, 1, 1],
-            [1, 1, 1],
-            [2, 0, 0],
-            [3, 0, 0],
-            [2, 1, 0],
-            [3, 1, 0],
-            [2, 0, 1],
-            [3, 0, 1],
-            [2, 1, 1],
-            [3, 1, 1],
-        ];
-        assert_eq!(coords, want);
-        // every Morton brick is one of the lexicographic bricks, cells in the same order
-        for b in &mb {
-            assert!(lb.contains(b));
-        }
-        for (new, &old) in morton.iter().enumerate() {
-            assert_eq!(m.cell(new), base.cell(old as usize));
-        }
-    }
-
-    #[test]
-    fn cells_sorted_into_bricks_are_consecutive_bricks() {
-        let grid = [4, 2, 6];
-        let mut m = generate_box(&BoxSpec::unit(CellType::Hexahedron, &grid)).unwrap();
-        let before = m.clone();
-        let perm = m.sort_cells_in_bricks(grid, [2, 2, 2]).unwrap();
-        let mut seen = perm.clone();
-        seen.sort_unstable();
-        assert_eq!(seen, (0..48).collect::<Vec<u32>>());
-        for (new, &old) in perm.iter().enumerate() {
-            assert_eq!(m.cell(new), before.cell(old as usize));
-        }
-        // within each brick of 8, the x-, y- and z-neighbours share the expected vertices
-        for g in 0..6 {
-            let c = |i: usize, j: usize, k: usize| m.cell(g * 8 + i + 2 * j + 4 * k);
-            for j in 0..2 {
-                for k in 0..2 {
-                    assert_eq!(c(1, j, k)[0], c(0, j, k)[1]);
-                    assert_eq!(c(j, 1, k)[0], c(j, 0, k)[2]);
-                    assert_eq!(c(j, k, 1)[0], c(j, k, 0)[4]);
-                }
-            }
-        }
-        // bricks that do not tile the grid, and a grid that is not the mesh's
-        assert!(m.clone().sort_cells_in_bricks(grid, [2, 2, 4]).is_err());
-        assert!(m
-            .clone()
-            .sort_cells_in_bricks([4, 2, 5], [1, 1, 1])
-            .is_err());
     }
 }

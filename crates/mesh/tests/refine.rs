@@ -1,6 +1,5 @@
-//! Tests of uniform refinement (`Mesh::refined`) and of sorting a refined mesh's children
-//! into bricks (`Mesh::sort_cells_in_bricks_by_block`), on generated boxes of every cell
-//! type and on the committed Gmsh meshes.
+//! Tests of uniform refinement (`Mesh::refined`), on generated boxes of every cell type and
+//! on the committed Gmsh meshes.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -164,36 +163,6 @@ fn hexahedron_children_are_lexicographic_in_their_parents_axes() {
             }
         }
     }
-}
-
-#[test]
-fn refined_children_sort_into_bricks_per_parent() {
-    let coarse = boxed("hex:2x1x1");
-    let mut fine = coarse.refined(1).expect("refines");
-    let before: Vec<Vec<u32>> = (0..fine.num_cells())
-        .map(|c| fine.cell(c).to_vec())
-        .collect();
-    let perm = fine
-        .sort_cells_in_bricks_by_block([2, 2, 2], [2, 1, 1])
-        .expect("bricks tile the blocks");
-    // lexicographic 2x2x2 children, bricks of 2x1x1 in lexicographic order: the same order
-    assert_eq!(perm, (0..16).collect::<Vec<u32>>());
-    let perm = fine
-        .sort_cells_in_bricks_by_block([2, 2, 2], [1, 2, 2])
-        .expect("bricks tile the blocks");
-    assert_eq!(&perm[..8], &[0, 2, 4, 6, 1, 3, 5, 7]);
-    assert_eq!(&perm[8..], &[8, 10, 12, 14, 9, 11, 13, 15]);
-    for (new, &old) in perm.iter().enumerate() {
-        assert_eq!(fine.cell(new), &before[old as usize][..]);
-    }
-    assert!(matches!(
-        fine.sort_cells_in_bricks_by_block([2, 2, 2], [4, 1, 1]),
-        Err(MeshError::Bricks { .. })
-    ));
-    assert!(matches!(
-        fine.sort_cells_in_bricks_by_block([3, 1, 1], [1, 1, 1]),
-        Err(MeshError::Bricks { .. })
-    ));
 }
 
 #[test]

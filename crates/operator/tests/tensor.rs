@@ -4,15 +4,22 @@
 use ferrofem_base::random::Lcg;
 use ferrofem_base::{CellType, LinearOperator, Real};
 use ferrofem_fe::QuadratureRule;
-use ferrofem_geometry::QuadGeometry;
+use ferrofem_geometry::{GeometrySource, QuadGeometry};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::{
-    measure_copy_bandwidth, Accumulation, GeometryMode, SimdLevel, TensorError, TensorKind,
+    measure_copy_bandwidth, Accumulation, FactorLayout, SimdLevel, TensorError, TensorKind,
     TensorOperator, TensorOptions,
 };
 use ferrofem_space::H1Space;
 
 const ALPHA: f64 = 0.7;
+
+/// Every way the operator can get its geometry: stored in either layout, or on the fly.
+const GEOMETRIES: [(GeometrySource, FactorLayout); 3] = [
+    (GeometrySource::Stored, FactorLayout::ElementMajor),
+    (GeometrySource::Stored, FactorLayout::Interleaved),
+    (GeometrySource::OnTheFly, FactorLayout::Interleaved),
+];
 
 fn mesh(ct: CellType, n: usize, seed: u64) -> Mesh {
     let mut spec = BoxSpec::unit(ct, &vec![n; ct.dim()]);
@@ -195,16 +202,13 @@ fn variants_agree_geometry_accumulation_and_instruction_set() {
         let x = random(space.num_dofs(), 4);
         for kind in kinds(ALPHA) {
             let base = apply(&op::<f64>(&m, &space, TensorOptions::new(kind)), &x);
-            for geometry in [
-                GeometryMode::Stored,
-                GeometryMode::Interleaved,
-                GeometryMode::OnTheFly,
-            ] {
+            for (geometry, factor_layout) in GEOMETRIES {
                 for accumulation in [Accumulation::ByNode, Accumulation::Colored] {
                     for simd in [SimdLevel::Baseline, SimdLevel::detect()] {
                         for block_len in [1, 40] {
                             let opts = TensorOptions {
                                 geometry,
+                                factor_layout,
                                 accumulation,
                                 simd: Some(simd),
                                 block_len: Some(block_len),
@@ -215,7 +219,7 @@ fn variants_agree_geometry_accumulation_and_instruction_set() {
                             let err = rel_diff(&apply(&a, &x), &base);
                             assert!(
                                 err < 1e-13,
-                                "{ct} p={p} {kind:?} {geometry:?} {accumulation:?} {simd:?}: {err:e}"
+                                "{ct} p={p} {kind:?} {geometry:?} {factor_layout:?} {accumulation:?} {simd:?}: {err:e}"
                             );
                         }
                     }
@@ -360,13 +364,10 @@ fn diagonal_matches_the_assembled_operator() {
             .into_iter()
             .chain([TensorKind::Diffusion { alpha: 0.0 }])
         {
-            for geometry in [
-                GeometryMode::Stored,
-                GeometryMode::Interleaved,
-                GeometryMode::OnTheFly,
-            ] {
+            for (geometry, factor_layout) in GEOMETRIES {
                 let opts = TensorOptions {
                     geometry,
+                    factor_layout,
                     ..TensorOptions::new(kind)
                 };
                 let a = op::<f64>(&m, &space, opts);
@@ -404,20 +405,20 @@ fn single_precision_agrees_with_double() {
         let space = H1Space::new(&m, p, 1).unwrap();
         let x = random(space.num_dofs(), 8);
         for kind in kinds(ALPHA) {
-            for geometry in [
-                GeometryMode::Stored,
-                GeometryMode::Interleaved,
-                GeometryMode::OnTheFly,
-            ] {
+            for (geometry, factor_layout) in GEOMETRIES {
                 let opts = TensorOptions {
                     geometry,
+                    factor_layout,
                     ..TensorOptions::new(kind)
                 };
                 let y64 = apply(&op::<f64>(&m, &space, opts), &x);
                 let y32 = apply(&op::<f32>(&m, &space, opts), &x);
                 let num: f64 = y64.iter().zip(&y32).map(|(a, b)| (a - b) * (a - b)).sum();
                 let rel = (num / dot(&y64, &y64)).sqrt();
-                assert!(rel < 1e-5, "{ct} p={p} {kind:?} {geometry:?}: {rel:e}");
+                assert!(
+                    rel < 1e-5,
+                    "{ct} p={p} {kind:?} {geometry:?} {factor_layout:?}: {rel:e}"
+                );
                 let d32 = op::<f32>(&m, &space, opts).diagonal();
                 let d64 = op::<f64>(&m, &space, opts).diagonal();
                 assert!(d32
@@ -544,17 +545,13 @@ impl Bench {
             TensorKind::Diffusion { alpha: 0.0 },
             TensorKind::CollocatedDiffusion { alpha: 0.0 },
         ] {
-            for geometry in [
-                GeometryMode::Stored,
-                GeometryMode::Interleaved,
-                GeometryMode::OnTheFly,
-            ] {
+            for (geometry, factor_layout) in GEOMETRIES {
                 for accumulation in [Accumulation::Colored, Accumulation::ByNode] {
                     for (name, simd) in
                         [("base", SimdLevel::Baseline), ("best", SimdLevel::detect())]
                     {
                         let label = format!(
-                            "{} {} {geometry:?} {accumulation:?} {name}",
+                            "{} {} {geometry:?} {factor_layout:?} {accumulation:?} {name}",
                             kind.name(),
                             T::NAME
                         );
@@ -563,6 +560,7 @@ impl Bench {
                         }
                         let opts = TensorOptions {
                             geometry,
+                            factor_layout,
                             accumulation,
                             simd: Some(simd),
                             ..TensorOptions::new(kind)
@@ -592,11 +590,12 @@ impl Bench {
                             )
                         });
                         println!(
-                            "{:5} {} p={p} dofs={:8} {:11?} {:8?} {name:4}: {:7.2} ms (min {:7.2}, cpu {:7.2})  {:6.1} MDoF/s  {:6.2} GB/s ({:4.0}% of copy)  {:6.2} GFLOP/s{colors}",
+                            "{:5} {} p={p} dofs={:8} {:8?} {:12?} {:8?} {name:4}: {:7.2} ms (min {:7.2}, cpu {:7.2})  {:6.1} MDoF/s  {:6.2} GB/s ({:4.0}% of copy)  {:6.2} GFLOP/s{colors}",
                             kind.name(),
                             T::NAME,
                             x.len(),
                             geometry,
+                            factor_layout,
                             accumulation,
                             t * 1e3,
                             tmin * 1e3,

@@ -28,12 +28,6 @@ pub enum SpaceError {
     /// Zero components requested.
     #[error("a space needs at least one component")]
     NoComponents,
-    /// The elements do not form the bricks asked for ([`crate::H1Space::bricked`]).
-    #[error("cannot number the space in bricks: {reason}")]
-    NotBricks {
-        /// What does not fit.
-        reason: String,
-    },
     /// More dofs than 32-bit indices can address.
     #[error("space too large: {count} nodes exceed the 32-bit index range")]
     TooLarge {

@@ -9,13 +9,11 @@
 //! - **E-vector** (per element): `e[(elem * ncomp + c) * nodes_per_elem + i]`, i.e. each
 //!   component of an element is one contiguous tensor in the element's node order.
 
-mod brick;
 mod error;
 mod numbering;
 mod restriction;
 mod space;
 
-pub use brick::{BrickLayout, SlotOrder, MAX_BRICK_ELEMS};
 pub use error::SpaceError;
 pub use restriction::{ElemRestriction, TransposeMap};
 pub use space::H1Space;

@@ -1,7 +1,6 @@
 //! Continuous Lagrange spaces (`H¹`-conforming), scalar or vector-valued.
 
-use crate::brick::{brick_numbering, brick_skeleton_offsets};
-use crate::{numbering, BrickLayout, ElemRestriction, SlotOrder, SpaceError};
+use crate::{numbering, ElemRestriction, SpaceError};
 use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::Mesh;
@@ -20,7 +19,6 @@ pub struct H1Space {
     mesh_cells: usize,
     mesh_vertices: usize,
     skeleton_nodes: Option<usize>,
-    bricks: Option<BrickLayout>,
 }
 
 impl H1Space {
@@ -42,7 +40,6 @@ impl H1Space {
             mesh_cells: mesh.num_cells(),
             mesh_vertices: mesh.num_vertices(),
             skeleton_nodes: None,
-            bricks: None,
         })
     }
 
@@ -119,18 +116,34 @@ impl H1Space {
                 new_of[en[l] as usize] = (nskel + e * ni + k) as u32;
             }
         }
-        let space = self.renumbered(&new_of, Some(nskel), None);
+        let space = self.renumbered_as(&new_of, Some(nskel));
         (space, new_of)
     }
 
-    /// This space with node `old` renumbered `new_of[old]` (offsets and coordinates), and
-    /// the numbering's layout recorded.
-    fn renumbered(
-        &self,
-        new_of: &[u32],
-        skeleton_nodes: Option<usize>,
-        bricks: Option<BrickLayout>,
-    ) -> H1Space {
+    /// The same space with node `old` renumbered `new_of[old]`: the restriction's offsets
+    /// and the node coordinates follow, so a vector `v` of this space is `w[new_of[n]] =
+    /// v[n]` in the renumbered one. For numberings other crates compute (a GPU kernel's
+    /// layout of the nodes); the result carries no layout of its own
+    /// ([`H1Space::skeleton_nodes`] is `None`).
+    ///
+    /// # Panics
+    /// If `new_of` is not a permutation of the nodes.
+    pub fn renumbered(&self, new_of: &[u32]) -> H1Space {
+        let n = self.num_nodes();
+        let mut seen = vec![false; n];
+        assert!(
+            new_of.len() == n
+                && new_of
+                    .iter()
+                    .all(|&m| (m as usize) < n && !std::mem::replace(&mut seen[m as usize], true)),
+            "a renumbering must be a permutation of the {n} nodes"
+        );
+        self.renumbered_as(new_of, None)
+    }
+
+    /// This space with node `old` renumbered `new_of[old]` (a permutation; offsets and
+    /// coordinates), and the numbering's skeleton count recorded.
+    fn renumbered_as(&self, new_of: &[u32], skeleton_nodes: Option<usize>) -> H1Space {
         let d = self.dim();
         let r = &self.restriction;
         let offsets: Vec<u32> = r.offsets().iter().map(|&o| new_of[o as usize]).collect();
@@ -147,50 +160,12 @@ impl H1Space {
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes,
-            bricks,
         }
     }
 
     /// For a space numbered by [`H1Space::interior_last`], the number of skeleton nodes.
     pub fn skeleton_nodes(&self) -> Option<usize> {
         self.skeleton_nodes
-    }
-
-    /// The same space numbered per brick, for GPU kernels whose thread blocks own a
-    /// brick of `shape[0] × shape[1] × shape[2]` elements: consecutive groups of that many
-    /// elements must tile such a brick (element `ex + bx (ey + by ez)` of a group at
-    /// `(ex, ey, ez)`, as `Mesh::sort_cells_in_bricks` orders a structured box), which is
-    /// checked node by node. Nodes on brick boundaries come first, numbered by owner brick
-    /// in slot order ([`BrickLayout::skeleton_positions`], [`SlotOrder::Lexicographic`]);
-    /// each brick's interior nodes (including the faces between its elements) follow,
-    /// contiguous per brick. Also returns `new_of[old]`, the renumbering.
-    pub fn bricked(&self, shape: [usize; 3]) -> Result<(H1Space, Vec<u32>), SpaceError> {
-        self.bricked_in(shape, SlotOrder::Lexicographic)
-    }
-
-    /// As [`H1Space::bricked`], with the brick boundary's slots (and so its numbering by
-    /// owner) in the order `slots`.
-    pub fn bricked_in(
-        &self,
-        shape: [usize; 3],
-        slots: SlotOrder,
-    ) -> Result<(H1Space, Vec<u32>), SpaceError> {
-        let (layout, new_of) = brick_numbering(self, shape, slots)?;
-        let space = self.renumbered(&new_of, None, Some(layout));
-        Ok((space, new_of))
-    }
-
-    /// For a space numbered by [`H1Space::bricked`], its brick layout.
-    pub fn brick_layout(&self) -> Option<BrickLayout> {
-        self.bricks
-    }
-
-    /// For a space numbered by [`H1Space::bricked`], the offsets of each brick's boundary
-    /// nodes, `[brick][slot]` in [`BrickLayout::skeleton_positions`] order.
-    pub fn brick_skeleton_offsets(&self) -> Option<Vec<u32>> {
-        self.bricks
-            .as_ref()
-            .map(|l| brick_skeleton_offsets(&self.restriction, l))
     }
 
     /// The reference element.

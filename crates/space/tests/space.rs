@@ -3,7 +3,7 @@
 use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
-use ferrofem_space::{H1Space, SlotOrder};
+use ferrofem_space::H1Space;
 
 use ferrofem_base::random::Lcg as Rng;
 
@@ -393,177 +393,22 @@ fn interior_last_numbering_is_a_consistent_permutation() {
     }
 }
 
+/// A numbering computed outside the space (here a random one) relabels the nodes: every
+/// element slot holds the renumbered node at the same coordinates, interpolants agree, and
+/// the result claims no interior-last layout.
 #[test]
-fn brick_numbering_is_a_consistent_permutation_with_computed_interiors() {
-    // (and columns longer than 8 elements along z, as the lattice kernel walks in steps)
-    let cases = [
-        (
-            [4, 2, 6],
-            vec![[1, 1, 1], [2, 1, 1], [2, 2, 1], [1, 2, 2], [2, 2, 2]],
-        ),
-        ([2, 2, 12], vec![[2, 2, 12], [1, 2, 12]]),
-    ];
-    for (grid, shapes) in cases {
-        let base = boxmesh(&format!(
-            "hex:{}x{}x{},perturb=0.2,seed=4",
-            grid[0], grid[1], grid[2]
-        ));
-        for shape in shapes {
-            let mut mesh = base.clone();
-            mesh.sort_cells_in_bricks(grid, shape).unwrap();
-            for (p, slot_order) in (1..=4)
-                .flat_map(|p| [SlotOrder::Lexicographic, SlotOrder::Ring].map(move |o| (p, o)))
-            {
-                let s = H1Space::new(&mesh, p, 1).unwrap();
-                let (t, new_of) = s.bricked_in(shape, slot_order).unwrap();
-                let l = t.brick_layout().unwrap();
-                assert_eq!((l.shape, l.order, l.slots), (shape, p, slot_order));
-                let mut seen = vec![false; new_of.len()];
-                new_of.iter().for_each(|&n| seen[n as usize] = true);
-                assert!(
-                    seen.iter().all(|&b| b),
-                    "{shape:?} p={p}: not a permutation"
-                );
-                assert_renumbered(&s, &t, &new_of);
-                // every element node sits where the layout says: interiors computed, boundary
-                // nodes below the skeleton count and equal to the skeleton offsets
-                let (epb, nib, nskel) = (l.elems(), l.interior_per_brick(), l.skeleton_nodes);
-                let ngroups = mesh.num_cells() / epb;
-                assert_eq!(nskel + ngroups * nib, t.num_nodes());
-                let slots = l.skeleton_positions();
-                let off = t.brick_skeleton_offsets().unwrap();
-                assert_eq!(off.len(), ngroups * slots.len());
-                // and the full restriction rebuilt from them
-                assert_eq!(l.element_offsets(&off), t.restriction().offsets());
-                let n = p + 1;
-                for g in 0..ngroups {
-                    for le in 0..epb {
-                        let at = l.element_of(le);
-                        let en = t.restriction().elem(g * epb + le);
-                        for k in 0..n {
-                            for j in 0..n {
-                                for i in 0..n {
-                                    let pos = [at[0] * p + i, at[1] * p + j, at[2] * p + k];
-                                    let dof = en[(k * n + j) * n + i] as usize;
-                                    if l.on_boundary(pos) {
-                                        let sl = slots.iter().position(|&q| q == pos).unwrap();
-                                        assert_eq!(off[g * slots.len() + sl] as usize, dof);
-                                        assert!(dof < nskel);
-                                    } else {
-                                        assert_eq!(dof, nskel + g * nib + l.interior_index(pos));
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+fn renumbered_relabels_nodes_and_coordinates() {
+    let mesh = boxmesh("hex:3x2x2,perturb=0.2,seed=6");
+    let s = H1Space::new(&mesh, 2, 1).unwrap().interior_last();
+    let n = s.num_nodes();
+    let mut rng = Rng::new(11);
+    let mut new_of: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        new_of.swap(i, j);
     }
-}
-
-#[test]
-fn ring_slots_put_each_owners_boundary_run_under_consecutive_columns() {
-    // A brick inside a Morton-ordered box numbered in ring slot order: at every level, the
-    // columns of each of its sides meet consecutive numbers of the side's owner, which is
-    // what lets a warp's loads and atomic adds of the brick boundary fall in few sectors.
-    let grid = [8, 8, 4];
-    for (shape, p) in [([2, 2, 1], 3), ([4, 4, 2], 2), ([2, 1, 1], 2)] {
-        let mut mesh = boxmesh("hex:8x8x4,perturb=0.1,seed=3");
-        mesh.sort_cells_in_bricks_ordered(grid, shape, true)
-            .unwrap();
-        let s = H1Space::new(&mesh, p, 1).unwrap();
-        let t = s.bricked_in(shape, SlotOrder::Ring).unwrap().0;
-        let l = t.brick_layout().unwrap();
-        let [nx, ny, nz] = l.dims();
-        let cols = l.columns();
-        // a permutation of the columns, the ring first
-        let mut seen = vec![false; nx * ny];
-        cols.iter().for_each(|c| seen[c[1] * nx + c[0]] = true);
-        assert!(seen.iter().all(|&b| b) && cols.len() == nx * ny);
-        let nring = 2 * (nx + ny) - 4;
-        assert!(cols[..nring].iter().all(|c| l.on_boundary([c[0], c[1], 1])));
-        assert!(cols[nring..]
-            .iter()
-            .all(|c| !l.on_boundary([c[0], c[1], 1])));
-        // the brick at (1, 1, 1) in bricks: all its neighbours exist
-        let nb = [grid[0] / shape[0], grid[1] / shape[1], grid[2] / shape[2]];
-        let epb = l.elems();
-        let first_cell = (0..mesh.num_cells())
-            .step_by(epb)
-            .find(|&c| {
-                let x = mesh.cell(c)[0] as usize;
-                let v = mesh.coords()[x * 3..x * 3 + 3].to_vec();
-                let h = [1.0 / nb[0] as f64, 1.0 / nb[1] as f64, 1.0 / nb[2] as f64];
-                (0..3).all(|a| ((v[a] / h[a]) - 1.0).abs() < 0.3)
-            })
-            .expect("the brick at (1, 1, 1)");
-        let g = first_cell / epb;
-        let off = t.brick_skeleton_offsets().unwrap();
-        let slots = l.skeleton_positions();
-        let dof = |pos: [usize; 3]| {
-            off[g * slots.len() + slots.iter().position(|&q| q == pos).unwrap()] as i64
-        };
-        // the sides in ring order: x = nx - 1 and y = ny - 1 (own, one run), x = 0, y = 0
-        let sides = [
-            (0, (ny - 1) + (nx - 2)),
-            (ny - 1 + nx - 2, ny - 1),
-            (2 * (ny - 1) + nx - 2, nx - 1),
-        ];
-        for k in 1..nz - 1 {
-            for &(start, len) in &sides {
-                let run: Vec<i64> = cols[start..start + len]
-                    .iter()
-                    .map(|c| dof([c[0], c[1], k]))
-                    .collect();
-                assert!(
-                    run.windows(2).all(|w| w[1] == w[0] + 1),
-                    "{shape:?} p={p} level {k}: side at rank {start} is not one run: {run:?}"
-                );
-            }
-        }
-        // and on the bottom face, the own sides and the inner columns are the lower
-        // brick's one run
-        let run: Vec<i64> = cols[..ny - 1 + nx - 2]
-            .iter()
-            .chain(&cols[nring..])
-            .map(|c| dof([c[0], c[1], 0]))
-            .collect();
-        assert!(
-            run.windows(2).all(|w| w[1] == w[0] + 1),
-            "{shape:?} p={p}: bottom face not one run"
-        );
-    }
-}
-
-#[test]
-fn brick_numbering_refuses_elements_that_are_not_bricks() {
-    // the generator's lexicographic order: consecutive pairs are x-neighbours, but groups
-    // of four are a row, not a 2x2 brick
-    let mesh = boxmesh("hex:4x2x2");
-    let s = H1Space::new(&mesh, 2, 1).unwrap();
-    assert!(s.bricked([2, 1, 1]).is_ok());
-    let e = s.bricked([2, 2, 1]).unwrap_err().to_string();
-    assert!(e.contains("do not form"), "{e}");
-    // not whole bricks, and shapes out of range
-    assert!(H1Space::new(&boxmesh("hex:3x2x2"), 2, 1)
-        .unwrap()
-        .bricked([2, 1, 1])
-        .is_err());
-    assert!(s.bricked([0, 1, 1]).is_err());
-    let e = s
-        .bricked([1, 1, ferrofem_space::MAX_BRICK_ELEMS + 1])
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("1 to 32"), "{e}");
-    // not hexahedra
-    let tets = H1Space::new(&boxmesh("tet:2x2x2"), 1, 1).unwrap();
-    assert!(tets.bricked([2, 1, 1]).is_err());
-}
-
-/// `t` is `s` renumbered by `new_of`: every element slot holds the renumbered node, at the
-/// same place.
-fn assert_renumbered(s: &H1Space, t: &H1Space, new_of: &[u32]) {
+    let t = s.renumbered(&new_of);
+    assert_eq!((t.num_nodes(), t.skeleton_nodes()), (n, None));
     for (o, &nw) in s
         .restriction()
         .offsets()
@@ -573,34 +418,18 @@ fn assert_renumbered(s: &H1Space, t: &H1Space, new_of: &[u32]) {
         assert_eq!(new_of[*o as usize], nw);
         assert_eq!(s.node_coord(*o as usize), t.node_coord(nw as usize));
     }
+    let f = |x: &[f64], out: &mut [f64]| out[0] = x[0] - 2.0 * x[1] * x[2];
+    let (a, b) = (s.interpolate(f), t.interpolate(f));
+    for (old, &new) in new_of.iter().enumerate() {
+        assert_eq!(a[old], b[new as usize]);
+    }
 }
 
-/// A file mesh whose cells share no axes (Gmsh's all-hexahedra subdivision of a plate with a
-/// hole) is not bricks, but refined uniformly and its children sorted per parent it is: the
-/// lattice numbering's own checks pass, for every shape that divides the children's block,
-/// and the renumbered restriction holds the same nodes at the same places.
 #[test]
-fn a_refined_file_mesh_numbers_per_brick() {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/gmsh/plate_hole_hex_v41_binary.msh");
-    let coarse = ferrofem_mesh::read_gmsh(&path).unwrap();
-    let s = H1Space::new(&coarse, 2, 1).unwrap();
-    assert!(
-        s.bricked([2, 1, 1]).is_err(),
-        "unrefined cells are not bricks"
-    );
-    let fine = coarse.refined(1).unwrap();
-    for shape in [[2, 2, 1], [2, 2, 2], [1, 2, 2], [2, 1, 1]] {
-        let mut mesh = fine.clone();
-        mesh.sort_cells_in_bricks_by_block([2, 2, 2], shape)
-            .unwrap();
-        for p in [1, 3] {
-            let s = H1Space::new(&mesh, p, 1).unwrap();
-            for slots in [SlotOrder::Lexicographic, SlotOrder::Ring] {
-                let (t, new_of) = s.bricked_in(shape, slots).unwrap();
-                assert_eq!(t.num_dofs(), s.num_dofs());
-                assert_renumbered(&s, &t, &new_of);
-            }
-        }
-    }
+#[should_panic(expected = "permutation")]
+fn renumbered_refuses_a_map_that_repeats_a_node() {
+    let s = H1Space::new(&boxmesh("hex:2x1x1"), 1, 1).unwrap();
+    let mut new_of: Vec<u32> = (0..s.num_nodes() as u32).collect();
+    new_of[1] = 0;
+    s.renumbered(&new_of);
 }

@@ -20,7 +20,6 @@
 //! Not counted: zeroing the values first, the CSR structure (unchanged), the node →
 //! element transpose or reduction lists, and tabulations.
 
-use super::bp::Precision;
 use super::median;
 use crate::error::CliError;
 use crate::problem_args::ranges;
@@ -28,6 +27,7 @@ use clap::{Args, ValueEnum};
 use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
 use ferrofem_base::memory::Bytes;
 use ferrofem_base::{CsrMatrix, Real};
+use ferrofem_driver::Precision;
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::measure_copy_bandwidth;
 use ferrofem_operator::{ElementMatrices, FormOperator, FormOptions, Quadrature};

@@ -3,33 +3,60 @@
 //! model, GB/s, and the fraction of the copy bandwidth measured in the same process.
 //! `--solve` adds a Jacobi-PCG solve of the screened Poisson problem. `--mesh` runs them on
 //! a hexahedral Gmsh mesh, refined uniformly to the DoF target, instead of the generated box.
+//!
+//! On the GPU each order runs the kernel the tuned table chooses for the device
+//! (`--kernel auto`), or the named strategies; the record names the plan that ran.
 
 use super::median;
-use crate::backend::{select, Backend, BackendArg};
 use crate::error::CliError;
-use crate::mesh_source::Reorder;
 use crate::problem_args::ranges;
 use clap::{Args, ValueEnum};
 use ferrofem_base::random::random_vector;
+use ferrofem_driver::{select, Backend, BackendArg, Precision};
+use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::{generate_box, read_gmsh, BoxSpec, CellType, Mesh};
 use ferrofem_operator::tensor::{
-    measure_copy_bandwidth, GeometryMode, Model, TensorKind, TensorOperator, TensorOptions,
+    measure_copy_bandwidth, FactorLayout, Model, TensorKind, TensorOperator, TensorOptions,
 };
 use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
-use ferrofem_space::{H1Space, SlotOrder};
+use ferrofem_space::H1Space;
 use serde::Serialize;
 use std::time::Instant;
+
+/// Perturbation of the generated box's interior vertices (fraction of the cell size): the
+/// cells are general trilinear hexahedra, as in the bake-off.
+const PERTURB: f64 = 0.2;
+/// Untimed applications before the timed ones.
+const WARMUP: usize = 3;
 
 /// Which bake-off problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BpName {
     /// BP1: mass matrix, Gauss quadrature with p + 2 points.
     Bp1,
-    /// BP3: diffusion (`--alpha` adds a mass term), Gauss quadrature with p + 2 points.
+    /// BP3: diffusion, Gauss quadrature with p + 2 points.
     Bp3,
     /// BP3.5 (CEED BP5): diffusion collocated at the GLL nodes.
     #[value(name = "bp3.5", alias = "bp5", alias = "bp35")]
     Bp35,
+}
+
+impl BpName {
+    fn kind(self) -> TensorKind {
+        match self {
+            BpName::Bp1 => TensorKind::Mass,
+            BpName::Bp3 => TensorKind::Diffusion { alpha: 0.0 },
+            BpName::Bp35 => TensorKind::CollocatedDiffusion { alpha: 0.0 },
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            BpName::Bp1 => "bp1",
+            BpName::Bp3 => "bp3",
+            BpName::Bp35 => "bp3.5",
+        }
+    }
 }
 
 /// Geometry variants to run.
@@ -43,132 +70,19 @@ pub enum GeoArg {
     All,
 }
 
-/// Scalar type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Precision {
-    /// Double precision.
-    F64,
-    /// Single precision.
-    F32,
-}
-
-/// GPU kernel design.
+/// GPU kernel strategy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum KernelArg {
-    /// v2: pencil contractions, constant matrices, bulk-copied geometry.
-    Pencil,
-    /// v1: the paper's 2-D slice kernel.
+    /// The tuned choice for the device, operator, geometry and order: the lattice kernel
+    /// where it is the fastest and the mesh sorts into its bricks, else the pencil kernel.
+    Auto,
+    /// The paper's kernel: 2-D slices of an element in shared memory.
     Slice2d,
-    /// v5: the pencil kernel made persistent (one wave of blocks) and pipelined: the next
-    /// element's gather and geometry are in flight while the current one is computed.
-    Persistent,
-    /// v6 (BP1): gather and scatter through registers, x-pencils weighted in registers.
-    Registers,
-    /// v26 (BP1, stored weights, with `--bricks`): a block owns a brick of elements and
-    /// contracts whole lines of its node lattice, gathering shared nodes once and summing
-    /// them in registers.
+    /// Pencil contractions with compile-time matrices, tuned per order.
+    Pencil,
+    /// BP1 with stored weights: a block contracts whole lines of a brick of elements;
+    /// orders without a tuned lattice plan are skipped.
     Lattice,
-}
-
-/// The order of the bricks of a brick-sorted box.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BrickOrder {
-    /// Along the Morton (Z-order) curve of the brick coordinates.
-    Morton,
-    /// x fastest, then y, then z.
-    Lexicographic,
-}
-
-/// Prefetch of directly loaded stored geometry (`ferrofem_cuda::bp::GeoPrefetch`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PrefetchArg {
-    /// None: loaded where used.
-    None,
-    /// Into L1 at kernel start.
-    L1,
-    /// Into L2 at kernel start.
-    L2,
-    /// Register columns only: the weights into registers before the gather.
-    Registers,
-    /// Lattice kernel only: the brick's weights bulk-copied into shared memory at the
-    /// block's start (v41).
-    Shared,
-}
-
-/// Who zeroes the skeleton of the output (`ferrofem_cuda::bp::SkeletonZeroing`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ZeroingArg {
-    /// A fill of the skeleton range before each launch (reverse order, v2 kernels).
-    Host,
-    /// The same fill by a memset in address order (for comparison).
-    Memset,
-    /// The kernel: each block zeroes the skeleton nodes it owns (v8).
-    Owner,
-    /// The kernel: each block zeroes the skeleton owned by a group one wave ahead (v12).
-    Lookahead,
-    /// As `lookahead`, the flag raised just before the block's own wait.
-    LookaheadLate,
-    /// Launches in chunks, each zeroing the next one's skeleton, overlapped by
-    /// programmatic dependent launch (v16).
-    Pipelined,
-    /// The fill before the launch, the apply started early by programmatic dependent
-    /// launch and waiting for the fill only before its scatter (v32).
-    Overlapped,
-}
-
-/// Lattice kernel (v33): the brick boundary's offsets and sums in the scatter
-/// (`ferrofem_cuda::bp::LatticeBoundary`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BoundaryArg {
-    /// Offsets read again from global memory, sums added from the columns' threads.
-    Global,
-    /// Offsets kept in shared memory from the gather.
-    Shared,
-    /// And the sums staged in shared memory, added in slot order.
-    Staged,
-}
-
-/// Lattice kernel (v35): the order of the brick boundary's slots, and so of its numbering
-/// (`ferrofem_space::SlotOrder`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SlotArg {
-    /// Lexicographic among the boundary positions.
-    Lexicographic,
-    /// The ring of each level's columns first, each owner's nodes under consecutive lanes.
-    Ring,
-}
-
-impl SlotArg {
-    fn order(self) -> SlotOrder {
-        match self {
-            SlotArg::Lexicographic => SlotOrder::Lexicographic,
-            SlotArg::Ring => SlotOrder::Ring,
-        }
-    }
-}
-
-/// How the v2 kernels read stored geometry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum GeoLoad {
-    /// Bulk-copied into shared memory at kernel start.
-    Shared,
-    /// Read from global memory where used.
-    Direct,
-    /// Measure both.
-    Both,
-    /// The measured best for the operator and order (`BpConfig::tuned`: with `--kernel
-    /// pencil` this may pick the persistent v5 kernel, the register-column v6 kernel for
-    /// BP1, direct geometry loads and a register cap).
-    Tuned,
-}
-
-/// Dof numbering of the benchmark space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Numbering {
-    /// First-touch order of the cells.
-    Natural,
-    /// Skeleton nodes first, element interiors contiguous per element.
-    InteriorLast,
 }
 
 /// Options of `ferrofem bench bp*`.
@@ -177,202 +91,34 @@ pub struct BpArgs {
     /// Polynomial orders: a range `1..8` or a list `3,5,7`, each 1 to 15.
     #[arg(long, default_value = "1..8", value_parser = parse_orders)]
     order: Orders,
-    /// Where to run.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
     /// Target number of global DoFs (the box is sized to come close), 1 to 1e12.
     #[arg(long, default_value_t = 4e7, allow_negative_numbers = true, value_parser = ranges::float_in(1.0, 1e12))]
     dofs: f64,
-    /// Scalar type.
-    #[arg(long, value_enum, default_value_t = Precision::F64)]
-    precision: Precision,
-    /// Geometry variant(s).
-    #[arg(long, value_enum, default_value_t = GeoArg::All)]
-    geo: GeoArg,
-    /// Mass coefficient of BP3 / BP3.5 (screened Poisson), finite and >= 0; 0 is pure
-    /// diffusion.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = ranges::non_negative)]
-    alpha: f64,
-    /// Perturbation of interior vertices (fraction of the cell size), 0 to 0.35: trilinear
-    /// cells. The generated box's only: a `--mesh` keeps its own vertices.
-    #[arg(long, default_value_t = 0.2, allow_negative_numbers = true, value_parser = ranges::perturb)]
-    perturb: f64,
     /// A hexahedral Gmsh mesh (MSH 2.2 or 4.1) instead of the generated box, refined
-    /// uniformly (`--refine`); `--reorder` then orders its cells before refinement, and the
-    /// lattice kernel's bricks are each cell's children (the refinement must give a block of
-    /// children that the brick shape divides, else the one-element kernels run).
+    /// uniformly (`--refine`).
     #[arg(long, value_name = "FILE.msh")]
     mesh: Option<std::path::PathBuf>,
     /// With `--mesh`: uniform refinement levels (each splits a cell into 8), or `auto`: the
     /// level whose DoF count at each order comes closest to `--dofs`.
     #[arg(long, default_value = "auto", value_parser = parse_refine)]
     refine: RefineArg,
-    /// Order of the generated box's cells (and so of the dofs numbered from them): the
-    /// generator's lexicographic order (`none`), or sorted along a Morton curve (`morton`;
-    /// `rcm` also renumbers the vertices), which brings each element's neighbours in all
-    /// three directions close in time, so their shared nodes are still in L2.
-    #[arg(long, value_enum, default_value_t = Reorder::None)]
-    reorder: Reorder,
+    /// Geometry variant(s).
+    #[arg(long, value_enum, default_value_t = GeoArg::All)]
+    geo: GeoArg,
+    /// Scalar type.
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
     /// Timed applications (median reported), 1 to 1e6.
     #[arg(long, default_value_t = 20, value_parser = ranges::usize_in(1, ranges::MAX_REPS))]
     reps: usize,
-    /// Untimed applications first, 0 to 1e6.
-    #[arg(long, default_value_t = 3, value_parser = ranges::usize_in(0, ranges::MAX_REPS))]
-    warmup: usize,
-    /// Elements per thread block on the GPU, 1 to 1024 (default: the tuned choice, else
-    /// chosen from the shape), comma-separated to measure several on one mesh.
-    #[arg(long, value_delimiter = ',', value_parser = ranges::usize_in(1, 1024))]
-    elems_per_block: Vec<usize>,
-    /// GPU kernel design(s), comma-separated: `pencil` (v2), `persistent` (v5), `slice2d`
-    /// (v1, the paper's), `registers` (v6) or `lattice` (v26). Default: the tuned kernel of
-    /// each order (the v2 family, or for BP1 with stored weights at p = 3..8 the lattice
-    /// kernel on a brick-sorted box).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// GPU kernel strategies, comma-separated to compare several on one mesh.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
     kernel: Vec<KernelArg>,
-    /// Lattice kernel (v29): the loops over a line's elements kept rolled in every phase
-    /// (`true`: fewer registers) or not (`false`: unrolled but in the phases that
-    /// `--rolled-phases` names, by default the tuned ones); comma-separated to measure both
-    /// (default: the tuned choice).
-    #[arg(long, value_delimiter = ',')]
-    rolled: Vec<bool>,
-    /// Lattice kernel (v51), where `--rolled` is false: the phases (1..5: gather and z,
-    /// y, x with the weights, transposed y, transposed z and scatter) whose loops over a
-    /// line's elements stay rolled, as digits (`3`, `23`) or `none`; comma-separated to
-    /// measure several (default: the tuned choice). The label's `+rpDIGITS` shows where it
-    /// applied.
-    #[arg(long, value_delimiter = ',', value_parser = parse_rolled_phases)]
-    rolled_phases: Vec<u8>,
-    /// Lattice kernel (v31): a block walks a column of this many bricks (`--bricks`) along
-    /// z, carrying the lattice plane two steps share, so that the numbering, the offsets
-    /// and the atomics are the column's; comma-separated to measure several (default 1:
-    /// one brick per block), each 1 to 32.
-    #[arg(long, value_delimiter = ',', value_parser = ranges::usize_in(1, 32))]
-    lattice_steps: Vec<usize>,
-    /// Lattice kernel (v33): where the scatter takes the brick boundary's offsets from
-    /// (`global`, `shared`) and whether it stages the boundary's sums (`staged`);
-    /// comma-separated to measure several (default: the tuned choice). Orders that run
-    /// another kernel ignore it; the label's `+so` / `+st` shows where it applied.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    lattice_boundary: Vec<BoundaryArg>,
-    /// Lattice kernel (v34): each thread takes one element of a line rather than the line
-    /// (`true`), or the whole line (`false`); comma-separated to measure both (default: the
-    /// tuned choice). Orders that run another kernel ignore it; the label's `+sl` shows
-    /// where it applied.
-    #[arg(long, value_delimiter = ',')]
-    split_lines: Vec<bool>,
-    /// Lattice kernel (v48): the block's two lattice arrays as one (`true`: the y
-    /// contractions in place, about half the shared memory, so more blocks per
-    /// multiprocessor where shared memory binds), or two (`false`); comma-separated to
-    /// measure both (default: the tuned choice). Orders that run another kernel ignore it;
-    /// the label's `+1a` shows where it applied.
-    #[arg(long, value_delimiter = ',')]
-    one_lattice_array: Vec<bool>,
-    /// Lattice kernel (v35): the order of the brick boundary's slots, by which the box is
-    /// numbered and the kernel's threads take their columns (`lexicographic`, `ring`);
-    /// comma-separated to measure both (default: the tuned choice). Orders that run another
-    /// kernel ignore it; the label's `+ring` shows where it applied.
-    #[arg(long, value_enum, value_delimiter = ',')]
-    slot_order: Vec<SlotArg>,
-    /// With bricks (`--bricks`, or the lattice kernel by default): the order of the bricks
-    /// in the sorted box, along the Morton curve of their coordinates (default) or
-    /// lexicographic.
-    #[arg(long, value_enum, default_value_t = BrickOrder::Morton)]
-    brick_order: BrickOrder,
-    /// Dof numbering: `interior-last` (element-interior nodes after the skeleton; the v2
-    /// kernels then compute interior indices) or `natural` (first-touch order).
-    #[arg(long, value_enum, default_value_t = Numbering::InteriorLast)]
-    numbering: Numbering,
-    /// v2: minimum resident blocks per multiprocessor asked of the compiler (caps
-    /// registers; 0: no cap, overriding the tuned one), 0 to 32 (the most blocks a
-    /// multiprocessor holds), comma-separated to measure several on one mesh.
-    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(0, 32))]
-    min_blocks: Vec<u32>,
-    /// v2, stored geometry: stage it in shared memory with bulk copies (`shared`), read it
-    /// from global memory in the pointwise phase (`direct`), measure both, or use the
-    /// measured best per operator and order (`tuned`, with the tuned block shape unless
-    /// `--elems-per-block` is given).
-    #[arg(long, value_enum, default_value_t = GeoLoad::Tuned)]
-    geo_load: GeoLoad,
-    /// v2: plain 1-D matrix products instead of the even-odd form (for comparison; the
-    /// tuned register caps are the even-odd kernels', so give `--min-blocks` to choose one).
-    #[arg(long)]
-    plain_contractions: bool,
-    /// v2 with direct geometry loads: prefetch the factors at kernel start (`l1`, `l2`) or,
-    /// with register columns, load the weights into registers (`registers`); the lattice
-    /// kernel: the brick's weights into L2 at the block's start (`l2`, v39) or bulk-copied
-    /// into shared memory (`shared`, v41); comma-separated to measure several (e.g.
-    /// `none,l2,shared`). Where a choice does not apply, the same kernel runs without it
-    /// (the record's label names the kernel that ran).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    geo_prefetch: Vec<PrefetchArg>,
-    /// v2 with direct stored-geometry loads, and the lattice kernel (v40): the factors
-    /// loaded with the evict-first cache policy, comma-separated to measure both on one mesh
-    /// (`false,true`; default false).
-    #[arg(long, value_delimiter = ',')]
-    evict_first: Vec<bool>,
-    /// The lattice kernel (v42): each block asks L2 for the gather's offsets and interior
-    /// nodes of the brick this many bricks ahead (0: none; default: the tuned choice), 0
-    /// to 1e6, comma-separated to measure several (e.g. `0,396,792`).
-    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(0, 1_000_000))]
-    gather_lookahead: Vec<u32>,
-    /// v2, non-persistent: the scatter reloads the skeleton offsets instead of keeping the
-    /// gather's indices in registers, comma-separated to measure both (`false,true`).
-    #[arg(long, value_delimiter = ',')]
-    late_indices: Vec<bool>,
-    /// v2 on an interior-last space: who zeroes the output's skeleton before the elements
-    /// accumulate into it, comma-separated to measure several on one mesh (default: the
-    /// tuned choice, else `host`).
-    #[arg(long, value_enum, value_delimiter = ',')]
-    skeleton_zeroing: Vec<ZeroingArg>,
-    /// v2, non-persistent: element groups each thread block runs one after another,
-    /// 1 to 1024, comma-separated to measure several on one mesh (default: the tuned
-    /// choice, else 1).
-    #[arg(long, value_delimiter = ',', value_parser = ranges::usize_in(1, 1024))]
-    groups_in_sequence: Vec<usize>,
-    /// With `--skeleton-zeroing lookahead`: how far ahead a block zeroes, in percent of
-    /// the element groups resident at once, 1 to 1000, comma-separated to measure several
-    /// (default 100).
-    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(1, 1000))]
-    zero_ahead: Vec<u32>,
-    /// With `--skeleton-zeroing pipelined`: launches per application, 0 to 4096,
-    /// comma-separated to measure several (default 0: each launch about a third of L2 in
-    /// model bytes).
-    #[arg(long, value_delimiter = ',', value_parser = ranges::u32_in(0, 4096))]
-    pipeline_chunks: Vec<u32>,
-    /// GPU, BP1's register-column kernel with stored geometry (v20): the weights stored x
-    /// slowest so that the x-pencil owners read them coalesced, comma-separated to measure
-    /// both (`false,true`; default: the tuned choice).
-    #[arg(long, value_delimiter = ',')]
-    pencil_weights: Vec<bool>,
-    /// GPU, f64, BP1's register-column kernel (v20) and the non-persistent BP3 kernel (v20c):
-    /// shared-memory pitches chosen by a bank model for fewer bank conflicts,
-    /// comma-separated to measure both (`false,true`; default: the tuned choice).
-    #[arg(long, value_delimiter = ',')]
-    conflict_free: Vec<bool>,
-    /// GPU, interior-last kernels (v25): skeleton slots computed from the local node
-    /// coordinates (`true`) or read from a constant table (`false`); comma-separated to
-    /// measure both (default: the tuned choice).
-    #[arg(long, value_delimiter = ',')]
-    slot_arithmetic: Vec<bool>,
-    /// GPU: the output vector in compressible memory (generic data compression), so that
-    /// the skeleton's zeros cost less DRAM traffic; comma-separated to measure both
-    /// (`false,true`; default: the tuned choice, true since v37).
-    #[arg(long, value_delimiter = ',')]
-    compressible_output: Vec<bool>,
-    /// GPU (v37): the restriction's offsets in compressible memory; comma-separated to
-    /// measure both (`false,true`; default: the tuned choice, true).
-    #[arg(long, value_delimiter = ',')]
-    compressible_indices: Vec<bool>,
-    /// GPU, v2 kernels: a thread block per brick of `AxBxC` elements (v19: the faces
-    /// inside a brick summed in shared memory, only brick boundaries added atomically), or
-    /// `none`; comma-separated to measure several on one mesh (e.g. `none,2x2x1,2x2x2`).
-    /// The box then has a multiple of the largest brick per axis, its cells sorted into
-    /// bricks of that largest shape (the smaller shapes must be its leading parts:
-    /// `2x1x1`, `2x2x1` within `2x2x2`), for every variant measured.
-    #[arg(long, value_delimiter = ',', value_parser = parse_brick)]
-    bricks: Vec<Option<[usize; 3]>>,
-    /// Also solve the screened Poisson problem (alpha = 1 unless given) with Jacobi-PCG
-    /// to this relative residual, in (0, 1).
+    /// Also solve the screened Poisson problem (alpha = 1) with Jacobi-PCG to this
+    /// relative residual, in (0, 1).
     #[arg(long, allow_negative_numbers = true, value_parser = ranges::rtol)]
     solve: Option<f64>,
     /// Print JSON records (one per line) instead of the table.
@@ -409,13 +155,12 @@ pub struct BpRecord {
     roofline_fraction: f64,
     elems_per_block: usize,
     registers: i32,
+    /// The kernel plan that ran (GPU), or `cpu`.
     kernel: String,
     solve_iterations: Option<usize>,
     solve_s: Option<f64>,
     solve_rel_residual: Option<f64>,
     solve_dof_iters_per_s: Option<f64>,
-    /// The cells' order (`--reorder`).
-    reorder: String,
     /// The mesh: the generated box's specification, or the file and its refinement.
     mesh: String,
 }
@@ -448,6 +193,20 @@ fn levels_of(a: &BpArgs, coarse: &Mesh, p: usize) -> usize {
     }
 }
 
+/// Uniform refinement levels that bring `cells` hexahedra at order `p` closest to `dofs`
+/// (on a logarithmic scale: each level multiplies the DoFs by about 8).
+fn refine_levels(cells: usize, p: usize, dofs: f64) -> usize {
+    let at = |l: usize| (cells as f64 * 8f64.powi(l as i32) * (p as f64).powi(3)).max(1.0);
+    (0..=10)
+        .min_by(|&a, &b| {
+            (at(a) / dofs)
+                .ln()
+                .abs()
+                .total_cmp(&(at(b) / dofs).ln().abs())
+        })
+        .unwrap_or(0)
+}
+
 /// Refuses order `p` when a lower bound of what its run holds at once does not fit in the
 /// available memory, before the mesh is made: the hexahedral mesh (36 bytes per cell for
 /// the connectivity and tag, 24 per vertex, about a vertex per cell), the element → node
@@ -458,7 +217,7 @@ fn check_memory(
     name: BpName,
     p: usize,
     a: &BpArgs,
-    geos: &[GeometryMode],
+    geos: &[GeometrySource],
     coarse: Option<&Mesh>,
 ) -> Result<(), CliError> {
     let cells = match coarse {
@@ -476,11 +235,10 @@ fn check_memory(
     } else {
         pf + 2.0
     };
-    let kind = kind_of(name, a.alpha);
-    let geometry = if geos.contains(&GeometryMode::Stored) {
+    let geometry = if geos.contains(&GeometrySource::Stored) {
         cells
             * q.powi(3)
-            * ferrofem_operator::tensor::model::factors_per_point(kind, 3) as f64
+            * ferrofem_operator::tensor::model::factors_per_point(name.kind(), 3) as f64
             * scalar
     } else {
         0.0
@@ -495,41 +253,6 @@ fn check_memory(
         e.with_remedy("give a smaller --dofs (or fewer --refine levels)")
             .into()
     })
-}
-
-/// Uniform refinement levels that bring `cells` hexahedra at order `p` closest to `dofs`
-/// (on a logarithmic scale: each level multiplies the DoFs by about 8).
-fn refine_levels(cells: usize, p: usize, dofs: f64) -> usize {
-    let at = |l: usize| (cells as f64 * 8f64.powi(l as i32) * (p as f64).powi(3)).max(1.0);
-    (0..=10)
-        .min_by(|&a, &b| {
-            (at(a) / dofs)
-                .ln()
-                .abs()
-                .total_cmp(&(at(b) / dofs).ln().abs())
-        })
-        .unwrap_or(0)
-}
-
-/// `none` or `AxBxC` (elements per brick along x, y, z, each 1 to 8; along z to 32, for
-/// the lattice kernel's bricks walked in steps).
-fn parse_brick(s: &str) -> Result<Option<[usize; 3]>, String> {
-    if s == "none" {
-        return Ok(None);
-    }
-    let d: Vec<usize> = s
-        .split('x')
-        .map(|t| t.trim().parse::<usize>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| format!("'{s}': give none or AxBxC, e.g. 2x2x1"))?;
-    match d[..] {
-        [a, b, c] if [a, b].iter().all(|&e| (1..=8).contains(&e)) && (1..=32).contains(&c) => {
-            Ok(Some([a, b, c]))
-        }
-        _ => Err(format!(
-            "'{s}': give none or AxBxC with 1 to 8 elements along x and y, 1 to 32 along z"
-        )),
-    }
 }
 
 /// The polynomial orders of `--order`.
@@ -561,87 +284,29 @@ fn parse_orders(s: &str) -> Result<Orders, String> {
     Ok(Orders(v))
 }
 
-fn kind_of(name: BpName, alpha: f64) -> TensorKind {
-    match name {
-        BpName::Bp1 => TensorKind::Mass,
-        BpName::Bp3 => TensorKind::Diffusion { alpha },
-        BpName::Bp35 => TensorKind::CollocatedDiffusion { alpha },
-    }
-}
-
 /// Elements per direction so that (p n + 1)^3 is close to `dofs`.
 fn elems_per_dir(p: usize, dofs: f64) -> usize {
     (((dofs.cbrt() - 1.0) / p as f64).round() as usize).max(1)
 }
 
-struct Problem {
+/// The mesh of one order and its naturally numbered space, which every variant of the
+/// order runs on (each numbers it as its kernel reads it).
+struct Case {
     mesh: Mesh,
-    space: H1Space,
-    /// The same space numbered per brick, for each brick shape and slot order asked for.
-    bricked: Vec<([usize; 3], SlotOrder, H1Space)>,
-    /// The brick shape the defaults' lattice kernel runs on, where [`default_bricks`]
-    /// chose one (the box is then sorted into it).
-    auto_bricks: Option<[usize; 3]>,
+    natural: H1Space,
+    /// Seconds to make the mesh and the space.
     prep_s: f64,
-    reorder: String,
     /// What the record calls the mesh.
     origin: String,
 }
 
-impl Problem {
-    /// The space a variant with `bricks` and brick boundary `slots` runs on (the brick
-    /// kernels take the slots of any bricked space: `slots` is the lattice kernel's).
-    fn space_for(&self, bricks: Option<[usize; 3]>, slots: Option<SlotOrder>) -> &H1Space {
-        bricks
-            .and_then(|b| {
-                self.bricked
-                    .iter()
-                    .find(|(s, o, _)| *s == b && slots.is_none_or(|so| so == *o))
-            })
-            .map_or(&self.space, |(_, _, s)| s)
-    }
-}
-
-/// The brick shape and slot order of the tuned kernel at order `p` where the GPU benchmark
-/// of `name` runs its defaults on stored geometry and that kernel needs a brick-sorted box
-/// (`BpConfig::tuned_on_bricks`); `None` otherwise.
-fn default_bricks(
-    name: BpName,
-    a: &BpArgs,
-    gpu: bool,
-    geos: &[GeometryMode],
-    p: usize,
-) -> Option<([usize; 3], SlotOrder)> {
-    let defaults = gpu
-        && name == BpName::Bp1
-        && a.kernel.is_empty()
-        && a.bricks.is_empty()
-        && a.geo_load == GeoLoad::Tuned
-        && (a.reorder == Reorder::None || a.mesh.is_some())
-        && geos.contains(&GeometryMode::Stored);
-    if !defaults {
-        return None;
-    }
-    #[cfg(feature = "cuda")]
-    {
-        use ferrofem_cuda::bp::{BpConfig, GeoMode};
-        BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
-            .and_then(|c| c.bricks.map(|b| (b, c.lattice_slots)))
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        let _ = p;
-        None
-    }
-}
-
-/// The `--mesh` file, checked to be hexahedra and ordered by `--reorder`, once for every
-/// order ([`problem`] refines it per order); `None` for the generated box.
+/// The `--mesh` file, checked to be hexahedra, once for every order ([`make_mesh`] refines
+/// it per order); `None` for the generated box.
 fn file_mesh(a: &BpArgs) -> Result<Option<Mesh>, CliError> {
     let Some(path) = &a.mesh else {
         return Ok(None);
     };
-    let mut mesh = read_gmsh(path)?;
+    let mesh = read_gmsh(path)?;
     if mesh.cell_type() != CellType::Hexahedron {
         return Err(CliError::Usage(format!(
             "--mesh {}: the bake-off operators need hexahedra, the file has {}",
@@ -649,148 +314,63 @@ fn file_mesh(a: &BpArgs) -> Result<Option<Mesh>, CliError> {
             mesh.cell_type()
         )));
     }
-    a.reorder.apply(&mut mesh);
     Ok(Some(mesh))
 }
 
-/// The mesh and spaces of order `p`: the generated box, or `coarse` (the `--mesh` file, from
-/// [`file_mesh`]) refined.
-fn problem(
-    p: usize,
-    a: &BpArgs,
-    auto: Option<([usize; 3], SlotOrder)>,
-    coarse: Option<&Mesh>,
-) -> Result<Problem, CliError> {
-    let t = Instant::now();
-    let n = elems_per_dir(p, a.dofs);
-    // (each brick also as the columns the lattice kernel walks in steps, v31)
-    let steps: &[usize] = if a.lattice_steps.is_empty() {
-        &[1]
-    } else {
-        &a.lattice_steps
-    };
-    let shapes: Vec<[usize; 3]> = a
-        .bricks
-        .iter()
-        .flatten()
-        .flat_map(|b| steps.iter().map(move |&s| [b[0], b[1], b[2] * s]))
-        .chain(auto.map(|a| a.0))
-        .collect();
-    // the slot orders to number the bricks in: those asked for, else the tuned kernel's
-    // (the defaults), else lexicographic (the brick kernels', and the lattice kernel's
-    // when asked for without one)
-    let orders: Vec<SlotOrder> = if !a.slot_order.is_empty() {
-        a.slot_order.iter().map(|o| o.order()).collect()
-    } else {
-        vec![auto.map_or(SlotOrder::Lexicographic, |a| a.1)]
-    };
-    // the largest brick per axis: the box takes a multiple of it, its cells sorted into it
-    let big = shapes.iter().fold([1; 3], |m, s| {
-        [m[0].max(s[0]), m[1].max(s[1]), m[2].max(s[2])]
-    });
-    let (mesh, origin, auto) = if let (Some(path), Some(mesh)) = (&a.mesh, coarse) {
-        let levels = levels_of(a, mesh, p);
-        let mut mesh = mesh.refined(levels)?;
-        let m = 1usize << levels;
-        let mut auto = auto;
-        if !shapes.is_empty() {
-            if big.iter().any(|&b| m % b != 0) {
-                if a.bricks.iter().flatten().next().is_some() {
-                    return Err(CliError::Usage(format!(
-                        "--bricks {}x{}x{}: {} refined {levels} times gives each cell a block \
-                         of {m}x{m}x{m} children, which the bricks must divide (give --refine)",
-                        big[0],
-                        big[1],
-                        big[2],
-                        path.display()
-                    )));
-                }
-                eprintln!(
-                    "note: p = {p}: the lattice kernel's {}x{}x{} bricks do not divide the \
-                     {m}x{m}x{m} children of a cell refined {levels} times; the one-element \
-                     kernels run",
-                    big[0], big[1], big[2]
-                );
-                auto = None;
-            } else {
-                mesh.sort_cells_in_bricks_by_block([m; 3], big)?;
-            }
-        }
-        let origin = format!("{} refined {levels}", path.display());
-        (mesh, origin, auto)
-    } else {
-        let grid = big.map(|b| n.div_ceil(b) * b);
-        let spec = BoxSpec::parse(&format!(
-            "hex:{}x{}x{},perturb={},seed=1",
-            grid[0], grid[1], grid[2], a.perturb
-        ))?;
-        let mut mesh = generate_box(&spec)?;
-        if !shapes.is_empty() {
-            if a.reorder != Reorder::None {
-                return Err(CliError::Usage(
-                    "--bricks sorts the cells into bricks: give no --reorder with it".into(),
-                ));
-            }
-            mesh.sort_cells_in_bricks_ordered(grid, big, a.brick_order == BrickOrder::Morton)?;
-        }
-        a.reorder.apply(&mut mesh);
-        (mesh, format!("box {spec}"), auto)
-    };
-    let shapes: Vec<[usize; 3]> = if auto.is_none() && a.bricks.iter().flatten().next().is_none() {
-        Vec::new()
-    } else {
-        shapes
-    };
-    let natural = H1Space::new(&mesh, p, 1)?;
-    let mut bricked = Vec::new();
-    for &s in &shapes {
-        for &o in &orders {
-            if !bricked.iter().any(|(b, bo, _)| *b == s && *bo == o) {
-                bricked.push((s, o, natural.bricked_in(s, o)?.0));
-            }
-        }
-    }
-    let space = if a.numbering == Numbering::InteriorLast {
-        natural.interior_last()
-    } else {
-        natural
-    };
-    Ok(Problem {
-        mesh,
-        space,
-        bricked,
-        auto_bricks: auto.map(|a| a.0),
-        prep_s: t.elapsed().as_secs_f64(),
-        reorder: format!("{:?}", a.reorder).to_lowercase(),
-        origin,
-    })
+/// How a mesh's cells are arranged: the generated box's grid, or the blocks of children
+/// of a file mesh refined `levels` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cells {
+    Grid([usize; 3]),
+    Blocks(usize),
 }
 
-/// The operator of a benchmark's full-BP solve (`--solve`): the benchmarked kernel with
-/// the screened kind, or, where that kernel is a mass kernel only (the lattice kernel, the
-/// register columns), the screened kind's own tuned kernel on the benchmark's usual
-/// numbering (interior-last if `interior_last`); the flag says which (`true`: its own
-/// kernel, to run on that numbering).
-#[cfg(feature = "cuda")]
-fn solve_config(
-    cfg: ferrofem_cuda::bp::BpConfig,
-    skind: TensorKind,
-    p: usize,
-    interior_last: bool,
-) -> (ferrofem_cuda::bp::BpConfig, bool) {
-    use ferrofem_cuda::bp::{BpConfig, Variant};
-    if cfg.variant == Variant::Lattice || cfg.register_columns {
-        let mut s = BpConfig::tuned(skind, cfg.geo, p);
-        s.interior_last = interior_last;
-        (s, true)
-    } else {
-        (BpConfig { kind: skind, ..cfg }, false)
+/// The cells of order `p`'s mesh: the generated box (each side a multiple of `brick`, the
+/// lattice kernel's brick where one runs), or `coarse` (the `--mesh` file) refined.
+fn cells_of(a: &BpArgs, p: usize, brick: Option<[usize; 3]>, coarse: Option<&Mesh>) -> Cells {
+    match coarse {
+        Some(m) => Cells::Blocks(1 << levels_of(a, m, p)),
+        None => {
+            let n = elems_per_dir(p, a.dofs);
+            Cells::Grid(brick.unwrap_or([1; 3]).map(|b| n.div_ceil(b) * b))
+        }
+    }
+}
+
+/// Makes the mesh of `cells` (generated, or `coarse` refined) and what the record calls it.
+fn make_mesh(a: &BpArgs, cells: Cells, coarse: Option<&Mesh>) -> Result<(Mesh, String), CliError> {
+    match (cells, coarse, &a.mesh) {
+        (Cells::Blocks(m), Some(mesh), Some(path)) => {
+            let levels = m.trailing_zeros() as usize;
+            Ok((
+                mesh.refined(levels)?,
+                format!("{} refined {levels}", path.display()),
+            ))
+        }
+        (Cells::Grid(g), _, _) => {
+            let spec = BoxSpec::parse(&format!(
+                "hex:{}x{}x{},perturb={PERTURB},seed=1",
+                g[0], g[1], g[2]
+            ))?;
+            Ok((generate_box(&spec)?, format!("box {spec}")))
+        }
+        _ => Err(CliError::Usage(
+            "refined blocks without a --mesh file".into(),
+        )),
+    }
+}
+
+/// The geometry modes `--geo` runs.
+fn geometries(g: GeoArg) -> Vec<GeometrySource> {
+    match g {
+        GeoArg::Stored => vec![GeometrySource::Stored],
+        GeoArg::Otf => vec![GeometrySource::OnTheFly],
+        GeoArg::All => vec![GeometrySource::Stored, GeometrySource::OnTheFly],
     }
 }
 
 /// Runs `ferrofem bench bp*`.
 pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
-    let orders = a.order.0.clone();
     let backend = select(a.backend)?;
     if let Backend::Cpu {
         fallback_reason: Some(r),
@@ -798,48 +378,23 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
     {
         eprintln!("note: {r}; running on the CPU");
     }
-    let mut a = a;
-    if a.kernel.contains(&KernelArg::Lattice) && !a.bricks.iter().any(Option::is_some) {
-        return Err(CliError::Usage(
-            "--kernel lattice runs a block per brick: give --bricks AxBxC".into(),
-        ));
+    if matches!(backend, Backend::Cpu { .. }) && a.kernel != [KernelArg::Auto] {
+        eprintln!("note: --kernel chooses among GPU kernels; the CPU has one");
     }
-    if !a.lattice_steps.is_empty() && !a.kernel.contains(&KernelArg::Lattice) {
-        return Err(CliError::Usage(
-            "--lattice-steps (1 or more) walks the lattice kernel's bricks in columns: give --kernel lattice --bricks AxBxC".into(),
-        ));
-    }
-    if matches!(backend, Backend::Cpu { .. }) && !a.bricks.is_empty() {
-        // (no bricked spaces or brick-sorted box for a kernel that does not use them)
-        eprintln!("note: --bricks chooses GPU kernels; the CPU runs without it");
-        a.bricks.clear();
-    }
-    let geos: Vec<GeometryMode> = match a.geo {
-        GeoArg::Stored => vec![GeometryMode::Stored],
-        GeoArg::Otf => vec![GeometryMode::OnTheFly],
-        GeoArg::All => vec![GeometryMode::Stored, GeometryMode::OnTheFly],
-    };
+    let geos = geometries(a.geo);
     // read once, before the table starts (a mesh the operators cannot take is refused)
     let coarse = file_mesh(&a)?;
     // every order's memory, before the table starts
-    for &p in &orders {
+    for &p in &a.order.0 {
         check_memory(name, p, &a, &geos, coarse.as_ref())?;
     }
     let copy_gbs = copy_bandwidth(&backend)?;
     if !a.json {
         println!(
-            "{} on {} ({}), copy bandwidth {:.1} GB/s measured in this process",
-            match name {
-                BpName::Bp1 => "BP1",
-                BpName::Bp3 => "BP3",
-                BpName::Bp35 => "BP3.5",
-            },
+            "{} on {} ({}), copy bandwidth {copy_gbs:.1} GB/s measured in this process",
+            name.label().to_uppercase(),
             backend.name(),
-            match a.precision {
-                Precision::F64 => "f64",
-                Precision::F32 => "f32",
-            },
-            copy_gbs
+            a.precision.name(),
         );
         println!(
             "{:>2} {:>8} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9} {:>6}  notes",
@@ -855,166 +410,58 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
             "roof",
         );
     }
-    let mut records = Vec::new();
-    for &p in &orders {
-        let auto = default_bricks(name, &a, !matches!(backend, Backend::Cpu { .. }), &geos, p);
-        let prob = problem(p, &a, auto, coarse.as_ref())?;
-        let variants: Vec<(GeometryMode, bool)> = geos
-            .iter()
-            .flat_map(|&g| {
-                let loads: Vec<bool> = match (g, a.geo_load) {
-                    (GeometryMode::Stored, GeoLoad::Both) => vec![false, true],
-                    (GeometryMode::Stored, GeoLoad::Direct) => vec![true],
-                    _ => vec![false],
-                };
-                loads.into_iter().map(move |d| (g, d))
-            })
-            .collect();
-        let cpu = matches!(backend, Backend::Cpu { .. });
-        for (&(geo, direct), a) in variants
-            .iter()
-            .flat_map(|v| one_per_choice(&a, cpu).into_iter().map(move |a| (v, a)))
-        {
-            let mut a = a;
-            if a.geo_load == GeoLoad::Both {
-                a.geo_load = if direct {
-                    GeoLoad::Direct
-                } else {
-                    GeoLoad::Shared
-                };
+    for &p in &a.order.0 {
+        let records = match &backend {
+            Backend::Cpu { .. } => {
+                let cells = cells_of(&a, p, None, coarse.as_ref());
+                let case = make_case(&a, p, cells, None, coarse.as_ref())?;
+                let space = case.natural.interior_last();
+                let mut out = Vec::new();
+                for &geo in &geos {
+                    out.push(match a.precision {
+                        Precision::F64 => run_cpu::<f64>(&case, &space, name, geo, copy_gbs, &a)?,
+                        Precision::F32 => run_cpu::<f32>(&case, &space, name, geo, copy_gbs, &a)?,
+                    });
+                }
+                out
             }
-            if !cpu
-                && a.kernel.first() == Some(&KernelArg::Lattice)
-                && a.bricks.first().copied().flatten().is_none()
-            {
-                // (the lattice kernel exists on bricks only; the other kernels ran `none`)
-                continue;
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(dev) => {
+                gpu::run_order(dev, name, p, &geos, coarse.as_ref(), copy_gbs, &a)?
             }
-            let a = &a;
-            let kind = kind_of(name, a.alpha);
-            let rec = match (&backend, a.precision) {
-                (Backend::Cpu { .. }, Precision::F64) => {
-                    run_cpu::<f64>(&prob, kind, geo, copy_gbs, a)?
-                }
-                (Backend::Cpu { .. }, Precision::F32) => {
-                    run_cpu::<f32>(&prob, kind, geo, copy_gbs, a)?
-                }
-                #[cfg(feature = "cuda")]
-                (Backend::Cuda(dev), Precision::F64) => {
-                    gpu::run::<f64>(dev, &prob, kind, geo, copy_gbs, a)?
-                }
-                #[cfg(feature = "cuda")]
-                (Backend::Cuda(dev), Precision::F32) => {
-                    gpu::run::<f32>(dev, &prob, kind, geo, copy_gbs, a)?
-                }
-            };
-            let mut rec = rec;
-            rec.bench = format!("{name:?}").to_lowercase().replace("bp35", "bp3.5");
+        };
+        for mut rec in records {
+            rec.bench = name.label().into();
             rec.backend = backend.name();
-            emit(&rec, a)?;
-            records.push(rec);
+            emit(&rec, &a)?;
         }
     }
     Ok(())
 }
 
-/// One set of options per combination of the comma-separated GPU choices (kernel,
-/// skeleton zeroing, groups in sequence, register cap, elements per block), each holding a
-/// single value, so that one mesh serves them all. The CPU has one kernel: its options
-/// carry none of these choices.
-fn one_per_choice(a: &BpArgs, cpu: bool) -> Vec<BpArgs> {
-    fn split<T: Copy>(
-        all: Vec<BpArgs>,
-        values: &[T],
-        set: impl Fn(&mut BpArgs, Vec<T>),
-    ) -> Vec<BpArgs> {
-        let set = &set;
-        all.into_iter()
-            .flat_map(|b| {
-                let mut each: Vec<Vec<T>> = values.iter().map(|&v| vec![v]).collect();
-                if each.is_empty() {
-                    each.push(Vec::new());
-                }
-                each.into_iter().map(move |v| {
-                    let mut c = b.clone();
-                    set(&mut c, v);
-                    c
-                })
-            })
-            .collect()
-    }
-    let mut base = a.clone();
-    if cpu {
-        base.kernel = vec![KernelArg::Pencil];
-        base.skeleton_zeroing.clear();
-        base.groups_in_sequence.clear();
-        base.zero_ahead.clear();
-        base.pipeline_chunks.clear();
-        base.compressible_output.clear();
-        base.compressible_indices.clear();
-        base.geo_prefetch.clear();
-        base.evict_first.clear();
-        base.gather_lookahead.clear();
-        base.late_indices.clear();
-        base.pencil_weights.clear();
-        base.conflict_free.clear();
-        base.slot_arithmetic.clear();
-        base.min_blocks.clear();
-        base.elems_per_block.clear();
-        base.bricks.clear();
-        base.rolled.clear();
-        base.rolled_phases.clear();
-        base.lattice_steps.clear();
-        base.lattice_boundary.clear();
-        base.split_lines.clear();
-        base.one_lattice_array.clear();
-        base.slot_order.clear();
-        return vec![base];
-    }
-    let all = split(vec![base], &a.kernel, |c, v| c.kernel = v);
-    let all = split(all, &a.skeleton_zeroing, |c, v| c.skeleton_zeroing = v);
-    let all = split(all, &a.groups_in_sequence, |c, v| c.groups_in_sequence = v);
-    let all = split(all, &a.zero_ahead, |c, v| c.zero_ahead = v);
-    let all = split(all, &a.pipeline_chunks, |c, v| c.pipeline_chunks = v);
-    let all = split(all, &a.compressible_output, |c, v| {
-        c.compressible_output = v
-    });
-    let all = split(all, &a.compressible_indices, |c, v| {
-        c.compressible_indices = v
-    });
-    let all = split(all, &a.geo_prefetch, |c, v| c.geo_prefetch = v);
-    let all = split(all, &a.evict_first, |c, v| c.evict_first = v);
-    let all = split(all, &a.gather_lookahead, |c, v| c.gather_lookahead = v);
-    let all = split(all, &a.late_indices, |c, v| c.late_indices = v);
-    let all = split(all, &a.pencil_weights, |c, v| c.pencil_weights = v);
-    let all = split(all, &a.conflict_free, |c, v| c.conflict_free = v);
-    let all = split(all, &a.slot_arithmetic, |c, v| c.slot_arithmetic = v);
-    let all = split(all, &a.min_blocks, |c, v| c.min_blocks = v);
-    let all = split(all, &a.bricks, |c, v| c.bricks = v);
-    let all = split(all, &a.rolled, |c, v| c.rolled = v);
-    let all = split(all, &a.rolled_phases, |c, v| c.rolled_phases = v);
-    let all = split(all, &a.lattice_steps, |c, v| c.lattice_steps = v);
-    let all = split(all, &a.lattice_boundary, |c, v| c.lattice_boundary = v);
-    let all = split(all, &a.split_lines, |c, v| c.split_lines = v);
-    let all = split(all, &a.one_lattice_array, |c, v| c.one_lattice_array = v);
-    let all = split(all, &a.slot_order, |c, v| c.slot_order = v);
-    split(all, &a.elems_per_block, |c, v| c.elems_per_block = v)
-}
+/// Sorts a mesh's cells for a kernel, given how they are arranged.
+type SortCells<'a> = &'a dyn Fn(&mut Mesh, Cells) -> Result<(), CliError>;
 
-/// `--rolled-phases`: lattice phase digits (`23`) or `none`, as the phase mask
-/// `BpConfig::rolled_phases` takes (bit k − 1 for phase k). Parsed here because the CLI
-/// parses its arguments without the `cuda` feature too.
-fn parse_rolled_phases(s: &str) -> Result<u8, String> {
-    let bad = || format!("`{s}`: digits of the lattice phases 1..5 (e.g. `3`, `23`) or `none`");
-    if s == "none" {
-        return Ok(0);
+/// Makes order `p`'s mesh of `cells`, sorted by `sort` (the GPU's lattice kernel sorts it
+/// into its bricks), and its natural space.
+fn make_case(
+    a: &BpArgs,
+    p: usize,
+    cells: Cells,
+    sort: Option<SortCells<'_>>,
+    coarse: Option<&Mesh>,
+) -> Result<Case, CliError> {
+    let t = Instant::now();
+    let (mut mesh, origin) = make_mesh(a, cells, coarse)?;
+    if let Some(sort) = sort {
+        sort(&mut mesh, cells)?;
     }
-    if s.is_empty() {
-        return Err(bad());
-    }
-    s.chars().try_fold(0u8, |m, c| match c {
-        '1'..='5' => Ok(m | 1 << (c as u8 - b'1')),
-        _ => Err(bad()),
+    let natural = H1Space::new(&mesh, p, 1)?;
+    Ok(Case {
+        mesh,
+        natural,
+        prep_s: t.elapsed().as_secs_f64(),
+        origin,
     })
 }
 
@@ -1026,17 +473,17 @@ fn emit(r: &BpRecord, a: &BpArgs) -> Result<(), CliError> {
         println!("{}", serde_json::to_string(r)?);
         return Ok(());
     }
-    let mut notes = String::new();
+    let mut notes = r.kernel.clone();
     if a.mesh.is_some() {
-        notes += &format!("{}; ", r.mesh);
+        notes += &format!("; {}", r.mesh);
     }
     if r.kernels_compiled + r.kernels_from_disk > 0 {
         notes += &format!(
-            "compiled {} / cached {} ({:.2} s); ",
+            "; compiled {} / cached {} ({:.2} s)",
             r.kernels_compiled, r.kernels_from_disk, r.compile_s
         );
     }
-    notes += &format!("first apply {:.2} ms", r.first_apply_s * 1e3);
+    notes += &format!("; first apply {:.2} ms", r.first_apply_s * 1e3);
     if r.registers > 0 {
         notes += &format!("; {} regs, {} el/block", r.registers, r.elems_per_block);
     }
@@ -1072,15 +519,15 @@ fn copy_bandwidth(b: &Backend) -> Result<f64, CliError> {
     match b {
         Backend::Cpu { .. } => Ok(measure_copy_bandwidth(1 << 29, 0)),
         #[cfg(feature = "cuda")]
-        Backend::Cuda(dev) => Ok(ferrofem_cuda::blas::copy_bandwidth(dev, 1 << 30, 20)
-            .map_err(|e| CliError::Usage(e.to_string()))?
-            / 1e9),
+        Backend::Cuda(dev) => Ok(ferrofem_cuda::blas::copy_bandwidth(dev, 1 << 30, 20)? / 1e9),
     }
 }
 
+/// The record of `times` (seconds per apply) for order `space.order()` on `case`.
 fn record(
-    geo: GeometryMode,
-    prob: &Problem,
+    geo: GeometrySource,
+    case: &Case,
+    space: &H1Space,
     q: usize,
     model: Model,
     times: &[f64],
@@ -1092,22 +539,18 @@ fn record(
         bench: String::new(),
         backend: String::new(),
         precision: precision.into(),
-        geometry: match geo {
-            GeometryMode::OnTheFly => "otf".into(),
-            GeometryMode::Stored => "stored".into(),
-            GeometryMode::Interleaved => "interleaved".into(),
-        },
-        order: prob.space.order(),
+        geometry: geo.tag().into(),
+        order: space.order(),
         q,
-        elements: prob.mesh.num_cells(),
-        dofs: prob.space.num_dofs(),
-        setup_s: prob.prep_s,
+        elements: case.mesh.num_cells(),
+        dofs: space.num_dofs(),
+        setup_s: case.prep_s,
         kernels_compiled: 0,
         kernels_from_disk: 0,
         compile_s: 0.0,
         first_apply_s: 0.0,
         apply_s: t,
-        gdofs_per_s: prob.space.num_dofs() as f64 / t / 1e9,
+        gdofs_per_s: space.num_dofs() as f64 / t / 1e9,
         model_bytes: model.bytes,
         model_flops: model.flops,
         gbytes_per_s: model.gbytes_per_s(t),
@@ -1116,108 +559,124 @@ fn record(
         roofline_fraction: model.roofline_fraction(t, copy_gbs),
         elems_per_block: 0,
         registers: -1,
-        kernel: String::new(),
+        kernel: "cpu".into(),
         solve_iterations: None,
         solve_s: None,
         solve_rel_residual: None,
         solve_dof_iters_per_s: None,
-        reorder: prob.reorder.clone(),
-        mesh: prob.origin.clone(),
+        mesh: case.origin.clone(),
+    }
+}
+
+/// The screened Poisson operator a `--solve` uses: α = 1, so that the problem is definite
+/// without boundary conditions.
+fn screened(kind: TensorKind) -> TensorKind {
+    match kind {
+        TensorKind::Mass | TensorKind::Diffusion { .. } => TensorKind::Diffusion { alpha: 1.0 },
+        TensorKind::CollocatedDiffusion { .. } => TensorKind::CollocatedDiffusion { alpha: 1.0 },
+    }
+}
+
+/// What a `--solve` measured.
+struct SolveFigures {
+    iterations: usize,
+    seconds: f64,
+    rel_residual: f64,
+}
+
+impl SolveFigures {
+    fn into_record(self, rec: &mut BpRecord) {
+        rec.solve_iterations = Some(self.iterations);
+        rec.solve_s = Some(self.seconds);
+        rec.solve_rel_residual = Some(self.rel_residual);
+        rec.solve_dof_iters_per_s =
+            Some(rec.dofs as f64 * self.iterations as f64 / self.seconds.max(1e-12));
+    }
+}
+
+/// PCG options of a `--solve` to `rtol`.
+fn solve_options(rtol: f64) -> SolveOptions {
+    SolveOptions {
+        rtol,
+        max_iter: 100_000,
+        ..Default::default()
     }
 }
 
 fn run_cpu<T: ferrofem_base::Real>(
-    prob: &Problem,
-    kind: TensorKind,
-    geo: GeometryMode,
+    case: &Case,
+    space: &H1Space,
+    name: BpName,
+    geo: GeometrySource,
     copy_gbs: f64,
     a: &BpArgs,
 ) -> Result<BpRecord, CliError> {
-    // the CPU's fastest layout of stored factors is the interleaved one
-    let cpu_geo = if geo == GeometryMode::Stored {
-        GeometryMode::Interleaved
-    } else {
-        geo
+    let operator = |kind| {
+        let mut opts = TensorOptions::new(kind);
+        opts.geometry = geo;
+        // the CPU's fastest layout of stored factors is the interleaved one
+        opts.factor_layout = FactorLayout::Interleaved;
+        TensorOperator::<T>::new(&case.mesh, space, &opts)
     };
     let t0 = Instant::now();
-    let mut opts = TensorOptions::new(kind);
-    opts.geometry = cpu_geo;
-    let op = TensorOperator::<T>::new(&prob.mesh, &prob.space, &opts)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let op = operator(name.kind())?;
     let setup = t0.elapsed().as_secs_f64();
-    let x: Vec<T> = random_vector(prob.space.num_dofs(), 7)
+    let x: Vec<T> = random_vector(space.num_dofs(), 7)
         .into_iter()
         .map(T::of)
         .collect();
     let mut y = vec![T::zero(); x.len()];
     let t1 = Instant::now();
-    op.try_apply(&x, &mut y)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    op.try_apply(&x, &mut y)?;
     let first = t1.elapsed().as_secs_f64();
-    for _ in 0..a.warmup {
-        op.try_apply(&x, &mut y)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+    for _ in 0..WARMUP {
+        op.try_apply(&x, &mut y)?;
     }
     let mut times = Vec::with_capacity(a.reps);
     for _ in 0..a.reps {
         let t = Instant::now();
-        op.try_apply(&x, &mut y)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+        op.try_apply(&x, &mut y)?;
         times.push(t.elapsed().as_secs_f64());
     }
     let mut model_spec = op.model_spec();
     model_spec.geometry = geo;
     let model = ferrofem_operator::tensor::model::model(&model_spec);
-    let mut rec = record(geo, prob, model_spec.q, model, &times, copy_gbs, T::NAME);
+    let mut rec = record(
+        geo,
+        case,
+        space,
+        model_spec.q,
+        model,
+        &times,
+        copy_gbs,
+        T::NAME,
+    );
     rec.setup_s += setup;
     rec.first_apply_s = first;
     if let Some(tol) = a.solve {
-        let solve_kind = screened(kind, a.alpha);
-        let sop = if solve_kind == kind {
+        let skind = screened(name.kind());
+        let own = if skind == name.kind() {
             None
         } else {
-            Some(
-                TensorOperator::<T>::new(&prob.mesh, &prob.space, &{
-                    let mut o = TensorOptions::new(solve_kind);
-                    o.geometry = cpu_geo;
-                    o
-                })
-                .map_err(|e| CliError::Usage(e.to_string()))?,
-            )
+            Some(operator(skind)?)
         };
-        let sop = sop.as_ref().unwrap_or(&op);
+        let sop = own.as_ref().unwrap_or(&op);
         let diag = sop.diagonal();
-        let space =
-            CpuSpace::with_jacobi(sop, &diag).map_err(|e| CliError::Usage(e.to_string()))?;
+        let pc = CpuSpace::with_jacobi(sop, &diag)?;
         let xt: Vec<T> = random_vector(x.len(), 11).into_iter().map(T::of).collect();
         let mut b = vec![T::zero(); x.len()];
-        sop.try_apply(&xt, &mut b)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+        sop.try_apply(&xt, &mut b)?;
         let mut xs = vec![T::zero(); x.len()];
-        let opts = SolveOptions {
-            rtol: tol,
-            max_iter: 100_000,
-            ..Default::default()
-        };
         let t = Instant::now();
-        let st = pcg(&space, &b, &mut xs, &opts).map_err(|e| CliError::Usage(e.to_string()))?;
-        let s = t.elapsed().as_secs_f64();
-        rec.solve_iterations = Some(st.iterations);
-        rec.solve_s = Some(s);
-        rec.solve_rel_residual = Some(st.relative_residual());
-        rec.solve_dof_iters_per_s = Some(x.len() as f64 * st.iterations as f64 / s);
+        let st = pcg(&pc, &b, &mut xs, &solve_options(tol))?;
+        SolveFigures {
+            iterations: st.iterations,
+            seconds: t.elapsed().as_secs_f64(),
+            rel_residual: st.relative_residual(),
+        }
+        .into_record(&mut rec);
     }
     Ok(rec)
-}
-
-/// The screened Poisson operator a `--solve` uses: BP1 and pure diffusion get α = 1 so the
-/// problem is definite without boundary conditions.
-fn screened(kind: TensorKind, alpha: f64) -> TensorKind {
-    let a = if alpha == 0.0 { 1.0 } else { alpha };
-    match kind {
-        TensorKind::Mass | TensorKind::Diffusion { .. } => TensorKind::Diffusion { alpha: a },
-        TensorKind::CollocatedDiffusion { .. } => TensorKind::CollocatedDiffusion { alpha: a },
-    }
 }
 
 #[cfg(feature = "cuda")]
@@ -1225,278 +684,183 @@ mod gpu {
     use super::*;
     use ferrofem_cuda::blas::GpuBlas;
     use ferrofem_cuda::bp::{
-        label_part, slot_order_tag, BpConfig, GeoMode, GeoPrefetch, GpuBp, LatticeBoundary,
-        SkeletonZeroing,
+        BpOperator, BpPlan, CellArrangement, DeviceClass, GpuBp, KernelSpace, Numbering,
     };
     use ferrofem_cuda::krylov::GpuKrylov;
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal, GpuTimer};
     use std::sync::Arc;
 
-    fn ge(e: ferrofem_cuda::GpuError) -> CliError {
-        CliError::Usage(e.to_string())
+    impl From<Cells> for CellArrangement {
+        fn from(c: Cells) -> CellArrangement {
+            match c {
+                Cells::Grid(g) => CellArrangement::Grid(g),
+                Cells::Blocks(m) => CellArrangement::Blocks(m),
+            }
+        }
     }
 
-    pub fn run<T: GpuReal>(
+    /// The plans of order `p` for `op`: one per `--kernel` strategy, `auto` resolved to the
+    /// lattice plan where the table has one and `cells` (the mesh the order will run on,
+    /// given the lattice brick) take it, else the tuned pencil plan. A strategy without a
+    /// plan here (the lattice kernel for other operators and orders) is left out with a
+    /// note; a lattice plan asked for on a mesh that does not sort into its bricks is an
+    /// error.
+    pub(super) fn plans(
+        class: &DeviceClass,
+        op: &BpOperator,
+        p: usize,
+        kernels: &[KernelArg],
+        cells: impl Fn(Option<[usize; 3]>) -> Cells,
+    ) -> Result<Vec<BpPlan>, CliError> {
+        let mut out = Vec::new();
+        for &k in kernels {
+            let plan = match k {
+                KernelArg::Slice2d => Some(BpPlan::Slice2d),
+                KernelArg::Pencil => Some(BpPlan::tuned(class, op, p)),
+                KernelArg::Auto => Some(
+                    BpPlan::tuned_on_bricks(class, op, p)
+                        .filter(|l| fits(l, &cells))
+                        .unwrap_or_else(|| BpPlan::tuned(class, op, p)),
+                ),
+                KernelArg::Lattice => match BpPlan::tuned_on_bricks(class, op, p) {
+                    Some(l) if fits(&l, &cells) => Some(l),
+                    Some(l) => {
+                        return Err(CliError::Usage(format!(
+                            "--kernel lattice at p = {p}: the mesh's cells ({:?}) do not sort into the {}'s bricks (give --refine)",
+                            cells(brick(&l)),
+                            l.describe()
+                        )))
+                    }
+                    None => {
+                        eprintln!(
+                            "note: p = {p}, {} geometry: no lattice kernel for this operator (BP1 with stored weights at the orders the table holds)",
+                            op.geo.tag()
+                        );
+                        None
+                    }
+                },
+            };
+            if let Some(plan) = plan.filter(|pl| !out.contains(pl)) {
+                out.push(plan);
+            }
+        }
+        Ok(out)
+    }
+
+    fn brick(plan: &BpPlan) -> Option<[usize; 3]> {
+        match plan.numbering() {
+            Numbering::Bricks(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Whether the mesh made for `plan`'s brick sorts into it.
+    fn fits(plan: &BpPlan, cells: &impl Fn(Option<[usize; 3]>) -> Cells) -> bool {
+        plan.runs_on(cells(brick(plan)).into())
+    }
+
+    /// Runs every geometry and strategy of order `p` on one mesh (sorted into the lattice
+    /// kernel's bricks where one runs).
+    pub(super) fn run_order(
         dev: &Arc<GpuDevice>,
-        prob: &Problem,
-        kind: TensorKind,
-        geo: GeometryMode,
+        name: BpName,
+        p: usize,
+        geos: &[GeometrySource],
+        coarse: Option<&Mesh>,
+        copy_gbs: f64,
+        a: &BpArgs,
+    ) -> Result<Vec<BpRecord>, CliError> {
+        let class = DeviceClass::of(dev);
+        let cells = |b| cells_of(a, p, b, coarse);
+        let mut variants = Vec::new();
+        for &g in geos {
+            let op = BpOperator::new(name.kind(), g);
+            for plan in plans(&class, &op, p, &a.kernel, cells)? {
+                variants.push((g, op, plan));
+            }
+        }
+        // the lattice plan (BP1 with stored weights: at most one per order) decides the
+        // mesh: a box whose sides are whole bricks, sorted into them
+        let lattice = variants.iter().map(|v| v.2).find(|pl| brick(pl).is_some());
+        let sort = |mesh: &mut Mesh, c: Cells| -> Result<(), CliError> {
+            match lattice {
+                Some(l) => Ok(l.sort_cells(mesh, c.into())?),
+                None => Ok(()),
+            }
+        };
+        let case = make_case(
+            a,
+            p,
+            cells(lattice.as_ref().and_then(brick)),
+            Some(&sort),
+            coarse,
+        )?;
+        let mut numbered: Vec<(Numbering, KernelSpace)> = Vec::new();
+        let mut out = Vec::new();
+        for (g, op, plan) in variants {
+            let space = number(&mut numbered, &plan, &case.natural)?;
+            let rec = match a.precision {
+                Precision::F64 => run::<f64>(dev, &class, &case, space, g, op, plan, copy_gbs, a)?,
+                Precision::F32 => run::<f32>(dev, &class, &case, space, g, op, plan, copy_gbs, a)?,
+            };
+            out.push(rec);
+        }
+        Ok(out)
+    }
+
+    /// `natural` numbered for `plan`, made once per numbering.
+    fn number(
+        made: &mut Vec<(Numbering, KernelSpace)>,
+        plan: &BpPlan,
+        natural: &H1Space,
+    ) -> Result<KernelSpace, CliError> {
+        let n = plan.numbering();
+        if let Some((_, s)) = made.iter().find(|(m, _)| *m == n) {
+            return Ok(s.clone());
+        }
+        let s = plan.number(natural)?;
+        made.push((n, s.clone()));
+        Ok(s)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run<T: GpuReal>(
+        dev: &Arc<GpuDevice>,
+        class: &DeviceClass,
+        case: &Case,
+        numbered: KernelSpace,
+        geo: GeometrySource,
+        bop: BpOperator,
+        plan: BpPlan,
         copy_gbs: f64,
         a: &BpArgs,
     ) -> Result<BpRecord, CliError> {
         let before = dev.compile_stats();
         let t0 = Instant::now();
-        let kernel = a.kernel.first().copied().unwrap_or(KernelArg::Pencil);
-        let cfg = BpConfig {
-            kind,
-            geo: if geo == GeometryMode::OnTheFly {
-                GeoMode::OnTheFly
-            } else {
-                GeoMode::Stored
-            },
-            q1d: None,
-            elems_per_block: a.elems_per_block.first().copied(),
-            variant: match kernel {
-                KernelArg::Pencil | KernelArg::Persistent | KernelArg::Registers => {
-                    ferrofem_cuda::bp::Variant::Pencil
-                }
-                KernelArg::Slice2d => ferrofem_cuda::bp::Variant::Slice2D,
-                KernelArg::Lattice => ferrofem_cuda::bp::Variant::Lattice,
-            },
-            interior_last: !matches!(kernel, KernelArg::Slice2d | KernelArg::Lattice)
-                && prob.space.skeleton_nodes().is_some(),
-            min_blocks: a.min_blocks.first().copied().filter(|&m| m > 0),
-            direct_geometry: a.geo_load == GeoLoad::Direct
-                && geo == GeometryMode::Stored
-                && kernel != KernelArg::Lattice,
-            persistent: kernel == KernelArg::Persistent,
-            register_columns: kernel == KernelArg::Registers,
-            even_odd: !a.plain_contractions,
-            geo_prefetch: GeoPrefetch::None,
-            evict_first_geometry: false,
-            late_indices: false,
-            skeleton_zeroing: SkeletonZeroing::Host,
-            groups_in_sequence: 1,
-            zero_ahead: a.zero_ahead.first().copied().unwrap_or(0),
-            pipeline_chunks: a.pipeline_chunks.first().copied().unwrap_or(0),
-            pencil_weights: false,
-            conflict_free_pitches: false,
-            bricks: None,
-            slot_arithmetic: true,
-            rolled_element_loops: false,
-            rolled_phases: 0,
-            lattice_steps: 1,
-            lattice_boundary: LatticeBoundary::Global,
-            split_lines: false,
-            lattice_slots: SlotOrder::Lexicographic,
-            compressible_indices: true,
-            compressible_output: true,
-            gather_lookahead: 0,
-            one_lattice_array: false,
-        };
-        let mut cfg = cfg;
-        if a.geo_load == GeoLoad::Tuned && kernel == KernelArg::Pencil && cfg.interior_last {
-            let t = BpConfig::tuned(kind, cfg.geo, prob.space.order());
-            cfg.direct_geometry = t.direct_geometry;
-            cfg.persistent = t.persistent;
-            cfg.register_columns = t.register_columns;
-            cfg.min_blocks = match a.min_blocks.first() {
-                Some(&m) => Some(m).filter(|&m| m > 0),
-                None => t.min_blocks,
-            };
-            cfg.elems_per_block = cfg.elems_per_block.or(t.elems_per_block);
-            cfg.geo_prefetch = t.geo_prefetch;
-            cfg.skeleton_zeroing = t.skeleton_zeroing;
-            cfg.groups_in_sequence = t.groups_in_sequence;
-            cfg.pencil_weights = t.pencil_weights;
-            cfg.conflict_free_pitches = t.conflict_free_pitches;
-            cfg.slot_arithmetic = t.slot_arithmetic;
-            cfg.compressible_indices = t.compressible_indices;
-        }
-        if let Some(&c) = a.groups_in_sequence.first() {
-            cfg.groups_in_sequence = c;
-        }
-        let zeroing = a.skeleton_zeroing.first().map(|&z| match z {
-            ZeroingArg::Host => SkeletonZeroing::Host,
-            ZeroingArg::Memset => SkeletonZeroing::Memset,
-            ZeroingArg::Owner => SkeletonZeroing::Owner,
-            ZeroingArg::Lookahead => SkeletonZeroing::Lookahead,
-            ZeroingArg::LookaheadLate => SkeletonZeroing::LookaheadLate,
-            ZeroingArg::Pipelined => SkeletonZeroing::Pipelined,
-            ZeroingArg::Overlapped => SkeletonZeroing::Overlapped,
-        });
-        if let Some(z) = zeroing {
-            cfg.skeleton_zeroing = z;
-        }
-        if let Some(&ef) = a.evict_first.first() {
-            // only where the factors are loaded directly (elsewhere the same kernel runs)
-            cfg.evict_first_geometry =
-                ef && cfg.direct_geometry && cfg.geo == ferrofem_cuda::bp::GeoMode::Stored;
-        }
-        if let Some(&li) = a.late_indices.first() {
-            cfg.late_indices = li && !cfg.persistent;
-        }
-        // v20: only where the register-column kernel runs (elsewhere the same kernel runs)
-        if let Some(&pw) = a.pencil_weights.first() {
-            cfg.pencil_weights = pw && cfg.register_columns && cfg.geo == GeoMode::Stored;
-        }
-        if let Some(&sa) = a.slot_arithmetic.first() {
-            cfg.slot_arithmetic = sa;
-        }
-        if let Some(&cf) = a.conflict_free.first() {
-            cfg.conflict_free_pitches = cf
-                && (cfg.register_columns
-                    || kernel == KernelArg::Lattice
-                    || matches!(kind, TensorKind::Diffusion { .. })
-                        && kernel != KernelArg::Slice2d
-                        && !cfg.persistent);
-        }
-        if let Some(&pf) = a.geo_prefetch.first() {
-            cfg.geo_prefetch = match pf {
-                PrefetchArg::None => GeoPrefetch::None,
-                PrefetchArg::L1 => GeoPrefetch::L1,
-                PrefetchArg::L2 => GeoPrefetch::L2,
-                PrefetchArg::Registers => GeoPrefetch::Registers,
-                // (the lattice kernel's only; elsewhere the same kernel runs without, and
-                // the record's label says so)
-                PrefetchArg::Shared => GeoPrefetch::None,
-            };
-        }
-        // the defaults on a brick-sorted box (the problem sorted it, `default_bricks`): the
-        // lattice kernel where it is the fastest (BpConfig::tuned_on_bricks)
-        let auto = BpConfig::tuned_on_bricks(kind, cfg.geo, prob.space.order())
-            .filter(|c| prob.auto_bricks.is_some() && c.bricks == prob.auto_bricks);
-        if let Some(t) = auto {
-            cfg = BpConfig {
-                min_blocks: match a.min_blocks.first() {
-                    Some(&m) => Some(m).filter(|&m| m > 0),
-                    None => t.min_blocks,
-                },
-                even_odd: cfg.even_odd,
-                ..t
-            };
-            if let Some(&cf) = a.conflict_free.first() {
-                cfg.conflict_free_pitches = cf;
-            }
-        }
-        let bricks = a
-            .bricks
-            .first()
-            .copied()
-            .flatten()
-            .or(auto.and_then(|c| c.bricks));
-        if let (Some(b), None) = (bricks, auto) {
-            // the kernel chosen so far, one brick per block; an explicit cap is the brick
-            // kernel's own
-            cfg = cfg.with_bricks(b, prob.space.order());
-            if let Some(&m) = a.min_blocks.first() {
-                cfg.min_blocks = Some(m).filter(|&m| m > 0);
-            }
-        }
-        if let (Some(z), ferrofem_cuda::bp::Variant::Lattice) = (zeroing, cfg.variant) {
-            // (a block per brick resets the zeroing; the lattice kernel refuses any but
-            // the fills before the launch and owner zeroing)
-            cfg.skeleton_zeroing = z;
-        }
-        if let Some(&r) = a.rolled.first() {
-            cfg.rolled_element_loops = r && cfg.variant == ferrofem_cuda::bp::Variant::Lattice;
-        }
-        if cfg.variant != ferrofem_cuda::bp::Variant::Lattice {
-            cfg.rolled_phases = 0;
-        } else if let Some(&m) = a.rolled_phases.first() {
-            cfg.rolled_phases = m;
-        }
-        if let (Some(&b), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.lattice_boundary.first(), cfg.variant)
-        {
-            cfg.lattice_boundary = match b {
-                BoundaryArg::Global => LatticeBoundary::Global,
-                BoundaryArg::Shared => LatticeBoundary::SharedOffsets,
-                BoundaryArg::Staged => LatticeBoundary::Staged,
-            };
-        }
-        if let (Some(&sl), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.split_lines.first(), cfg.variant)
-        {
-            cfg.split_lines = sl;
-        }
-        if let (Some(&oa), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.one_lattice_array.first(), cfg.variant)
-        {
-            cfg.one_lattice_array = oa;
-        } else if cfg.split_lines || cfg.lattice_boundary == LatticeBoundary::Staged {
-            // (split lines and the staged boundary asked for on a default with one lattice
-            // array, v48, take two; asked for together with one, the kernel refuses)
-            cfg.one_lattice_array = false;
-        }
-        if let (Some(&so), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.slot_order.first(), cfg.variant)
-        {
-            cfg.lattice_slots = so.order();
-        }
-        if let Some(&ci) = a.compressible_indices.first() {
-            cfg.compressible_indices = ci;
-        }
-        if let Some(&co) = a.compressible_output.first() {
-            cfg.compressible_output = co;
-        }
-        if let (Some(&ef), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.evict_first.first(), cfg.variant)
-        {
-            // v40: the lattice kernel's weights loaded evict-first
-            cfg.evict_first_geometry = ef;
-        }
-        if let (Some(&la), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.gather_lookahead.first(), cfg.variant)
-        {
-            // v42: the gather's data asked of L2 this many bricks ahead
-            cfg.gather_lookahead = la;
-        }
-        if let (Some(&pf), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.geo_prefetch.first(), cfg.variant)
-        {
-            // v39, v41: the lattice kernel prefetches into L2, copies into shared memory, or
-            // neither (the label says which)
-            cfg.geo_prefetch = match pf {
-                PrefetchArg::L2 => GeoPrefetch::L2,
-                PrefetchArg::Shared => GeoPrefetch::Shared,
-                _ => GeoPrefetch::None,
-            };
-        }
-        let mut bricks = bricks;
-        if let (Some(&s), ferrofem_cuda::bp::Variant::Lattice) =
-            (a.lattice_steps.first(), cfg.variant)
-        {
-            // v31: the block walks a column of `s` such bricks
-            bricks = bricks.map(|b| [b[0], b[1], b[2] * s]);
-            cfg.bricks = bricks;
-            cfg.lattice_steps = s;
-            if s > 1 {
-                // (a column prefetches its weights into L2 instead; the label says so)
-                cfg.geo_prefetch = cfg.geo_prefetch.for_columns();
-            }
-        }
-        let space = prob.space_for(
-            bricks,
-            (cfg.variant == ferrofem_cuda::bp::Variant::Lattice).then_some(cfg.lattice_slots),
-        );
-        let op = GpuBp::<T>::new(dev, &prob.mesh, space, cfg).map_err(ge)?;
-        dev.synchronize().map_err(ge)?;
+        let op = GpuBp::<T>::new(dev, &case.mesh, &numbered, bop, plan)?;
+        dev.synchronize()?;
         let setup = t0.elapsed().as_secs_f64();
         let after = dev.compile_stats();
-        let x: Vec<T> = random_vector(prob.space.num_dofs(), 7)
+        let space = numbered.space();
+        let x: Vec<T> = random_vector(space.num_dofs(), 7)
             .into_iter()
             .map(T::of)
             .collect();
-        let u = DeviceVec::from_host(dev, &x, "input").map_err(ge)?;
-        let mut v = op.output_vector("output").map_err(ge)?;
+        let u = DeviceVec::from_host(dev, &x, "input")?;
+        let mut v = op.output_vector("output")?;
         let timer = GpuTimer::new(dev);
-        let first = timer.time(0, 1, || op.apply(&u, &mut v)).map_err(ge)?[0];
-        let times = timer
-            .time(a.warmup, a.reps, || op.apply(&u, &mut v))
-            .map_err(ge)?;
-        let model = op.model();
-        let mut rec = record(geo, prob, op.q1d(), model, &times, copy_gbs, T::NAME);
+        let first = timer.time(0, 1, || op.apply(&u, &mut v))?[0];
+        let times = timer.time(WARMUP, a.reps, || op.apply(&u, &mut v))?;
+        let mut rec = record(
+            geo,
+            case,
+            space,
+            op.q1d(),
+            op.model(),
+            &times,
+            copy_gbs,
+            T::NAME,
+        );
         rec.setup_s += setup;
         rec.first_apply_s = first;
         rec.kernels_compiled = after.compiled - before.compiled;
@@ -1504,119 +868,63 @@ mod gpu {
         rec.compile_s = after.seconds - before.seconds;
         rec.elems_per_block = op.elems_per_block();
         rec.registers = op.registers();
-        rec.kernel = format!(
-            "{}-g{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
-            if cfg.persistent {
-                "persistent".to_string()
-            } else if cfg.register_columns {
-                "registers".to_string()
-            } else if cfg.variant == ferrofem_cuda::bp::Variant::Lattice {
-                "lattice".to_string()
-            } else {
-                format!("{kernel:?}").to_lowercase()
-            },
-            op.grid(),
-            if cfg.interior_last { "+il" } else { "" },
-            if cfg.direct_geometry { "+direct" } else { "" },
-            cfg.min_blocks.map_or(String::new(), |m| format!("+mb{m}")),
-            label_part('+', cfg.geo_prefetch.tag()),
-            if cfg.evict_first_geometry { "+cs" } else { "" },
-            if cfg.late_indices { "+li" } else { "" },
-            if cfg.pencil_weights { "+pw" } else { "" },
-            if cfg.slot_arithmetic || !cfg.interior_last {
-                ""
-            } else {
-                "+cSK"
-            },
-            if cfg.conflict_free_pitches && T::BYTES == 8 {
-                "+cf"
-            } else {
-                ""
-            },
-            if cfg.rolled_element_loops {
-                "+rl".to_string()
-            } else if cfg.rolled_phases != 0 {
-                format!(
-                    "+rp{}",
-                    ferrofem_cuda::bp::rolled_phase_digits(cfg.rolled_phases)
-                )
-            } else {
-                String::new()
-            },
-            if cfg.even_odd { "" } else { "+plain" },
-            label_part('+', cfg.skeleton_zeroing.tag()),
-            op.zero_ahead_groups()
-                .or(op.pipeline().map(|pl| pl.chunks.len() as u32))
-                .map_or(String::new(), |g| format!("{g}")),
-            if cfg.groups_in_sequence > 1 {
-                format!("+c{}", cfg.groups_in_sequence)
-            } else {
-                String::new()
-            },
-            if v.is_compressible() { "+cmp" } else { "" }
-        ) + if op.indices_compressible() {
-            "+cmpi"
-        } else {
-            ""
-        } + &cfg
-            .bricks
-            .map_or(String::new(), |b| format!("+b{}x{}x{}", b[0], b[1], b[2]))
-            + &if cfg.lattice_steps > 1 {
-                format!("+s{}", cfg.lattice_steps)
-            } else {
-                String::new()
-            }
-            + &label_part('+', cfg.lattice_boundary.tag())
-            + if cfg.split_lines { "+sl" } else { "" }
-            + if cfg.one_lattice_array { "+1a" } else { "" }
-            + &label_part('+', slot_order_tag(cfg.lattice_slots))
-            + &if cfg.gather_lookahead > 0 {
-                format!("+ga{}", cfg.gather_lookahead)
-            } else {
-                String::new()
-            };
+        rec.kernel = format!("{} g{}", plan.describe(), op.grid());
         if let Some(tol) = a.solve {
-            let skind = screened(kind, a.alpha);
-            let (scfg, own_kernel) = solve_config(
-                cfg,
-                skind,
-                prob.space.order(),
-                prob.space.skeleton_nodes().is_some(),
-            );
-            let space = if own_kernel { &prob.space } else { space };
-            let sop = GpuBp::<T>::new(dev, &prob.mesh, space, scfg).map_err(ge)?;
-            // Jacobi diagonal computed matrix-free on the device, inverted there
-            let diag = sop.diagonal().map_err(ge)?;
-            let blas = GpuBlas::<T>::new(dev).map_err(ge)?;
-            let space = GpuKrylov::with_jacobi_device(&sop, &blas, diag).map_err(ge)?;
-            let xt: Vec<T> = random_vector(x.len(), 11).into_iter().map(T::of).collect();
-            let dxt = DeviceVec::from_host(dev, &xt, "exact solution").map_err(ge)?;
-            let mut b = DeviceVec::<T>::zeros(dev, x.len(), "rhs").map_err(ge)?;
-            sop.apply(&dxt, &mut b).map_err(ge)?;
-            let mut xs = DeviceVec::<T>::zeros(dev, x.len(), "solution").map_err(ge)?;
-            let opts = SolveOptions {
-                rtol: tol,
-                max_iter: 100_000,
-                ..Default::default()
-            };
-            dev.synchronize().map_err(ge)?;
-            let t = Instant::now();
-            let st = pcg(&space, &b, &mut xs, &opts).map_err(|e| CliError::Usage(e.to_string()))?;
-            dev.synchronize().map_err(ge)?;
-            let s = t.elapsed().as_secs_f64();
-            rec.solve_iterations = Some(st.iterations);
-            rec.solve_s = Some(s);
-            rec.solve_rel_residual = Some(st.relative_residual());
-            rec.solve_dof_iters_per_s = Some(x.len() as f64 * st.iterations as f64 / s);
+            solve::<T>(dev, class, case, &numbered, &op, tol)?.into_record(&mut rec);
         }
         Ok(rec)
+    }
+
+    /// A Jacobi-PCG solve of the screened problem on the device: the slice kernel solves
+    /// with itself, the other strategies with the screened operator's own tuned plan (the
+    /// lattice and register-column kernels are mass kernels only).
+    fn solve<T: GpuReal>(
+        dev: &Arc<GpuDevice>,
+        class: &DeviceClass,
+        case: &Case,
+        numbered: &KernelSpace,
+        bench_op: &GpuBp<T>,
+        tol: f64,
+    ) -> Result<SolveFigures, CliError> {
+        let p = bench_op.order();
+        let sop = BpOperator {
+            kind: screened(bench_op.operator().kind),
+            ..bench_op.operator()
+        };
+        let (plan, space) = match bench_op.plan() {
+            BpPlan::Slice2d => (BpPlan::Slice2d, numbered.clone()),
+            _ => {
+                let plan = BpPlan::tuned(class, &sop, p);
+                (plan, plan.number(&case.natural)?)
+            }
+        };
+        let op = GpuBp::<T>::new(dev, &case.mesh, &space, sop, plan)?;
+        // Jacobi diagonal computed matrix-free on the device, inverted there
+        let diag = op.diagonal()?;
+        let blas = GpuBlas::<T>::new(dev)?;
+        let pc = GpuKrylov::with_jacobi_device(&op, &blas, diag)?;
+        let n = op.ndofs();
+        let xt: Vec<T> = random_vector(n, 11).into_iter().map(T::of).collect();
+        let dxt = DeviceVec::from_host(dev, &xt, "exact solution")?;
+        let mut b = DeviceVec::<T>::zeros(dev, n, "rhs")?;
+        op.apply(&dxt, &mut b)?;
+        let mut xs = DeviceVec::<T>::zeros(dev, n, "solution")?;
+        dev.synchronize()?;
+        let t = Instant::now();
+        let st = pcg(&pc, &b, &mut xs, &solve_options(tol))?;
+        dev.synchronize()?;
+        Ok(SolveFigures {
+            iterations: st.iterations,
+            seconds: t.elapsed().as_secs_f64(),
+            rel_residual: st.relative_residual(),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use clap::{CommandFactory, Parser};
 
     #[derive(Parser)]
     struct Cli {
@@ -1628,95 +936,26 @@ mod tests {
         Cli::parse_from(std::iter::once("bench").chain(extra.iter().copied())).a
     }
 
-    /// `--rolled-phases` takes phase digits or `none`, one mask per comma-separated item,
-    /// and refuses anything else rather than ignoring it.
+    /// The user's bench keeps a small surface: at most 12 options.
     #[test]
-    fn rolled_phases_parse_as_masks() {
-        assert_eq!(
-            args(&["--rolled-phases", "none,3,23,15"]).rolled_phases,
-            vec![0, 0b00100, 0b00110, 0b10001]
-        );
-        for bad in ["", "6", "0", "2x", "all"] {
-            assert!(parse_rolled_phases(bad).is_err(), "{bad:?}");
-        }
-        assert_eq!(
-            one_per_choice(&args(&["--rolled-phases", "3,23"]), false).len(),
-            2
-        );
+    fn the_bench_has_at_most_twelve_options() {
+        let cmd = Cli::command();
+        let options: Vec<_> = cmd
+            .get_arguments()
+            .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(options.len() <= 12, "{options:?}");
     }
 
-    /// A BP1 solve (`--solve`) gets a kernel that takes the screened kind at every order,
-    /// from the tuned BP1 defaults (the lattice at p = 3..8, register columns elsewhere):
-    /// the specialisation is accepted without a device.
-    #[cfg(feature = "cuda")]
+    /// `--order` takes a range or a list within 1..=15 and refuses anything else.
     #[test]
-    fn bp1_solves_get_a_screened_kernel_at_every_order() {
-        use ferrofem_cuda::bp::{bp_kernel, BpConfig, GeoMode};
-        let skind = screened(TensorKind::Mass, 1.0);
-        for p in 1..=8 {
-            for geo in [GeoMode::Stored, GeoMode::OnTheFly] {
-                let mut defaults = vec![BpConfig::tuned(TensorKind::Mass, geo, p)];
-                defaults.extend(BpConfig::tuned_on_bricks(TensorKind::Mass, geo, p));
-                for cfg in defaults {
-                    let (s, _) = solve_config(cfg, skind, p, true);
-                    assert_eq!(s.kind, skind);
-                    if let Err(e) = bp_kernel::<f64>(s, p) {
-                        panic!("p={p} {geo:?} {:?}: {e}", cfg.variant);
-                    }
-                }
-            }
+    fn orders_parse_as_ranges_or_lists() {
+        assert_eq!(parse_orders("2..4"), Ok(Orders(vec![2, 3, 4])));
+        assert_eq!(parse_orders("3,5,7"), Ok(Orders(vec![3, 5, 7])));
+        for bad in ["0..3", "4..2", "16", "x", ""] {
+            assert!(parse_orders(bad).is_err(), "{bad:?}");
         }
-    }
-
-    /// The bench's defaults sort the box into bricks exactly where the tuned BP1 kernel on
-    /// stored weights is the lattice kernel, and not when a kernel, bricks, a geometry load
-    /// or a reordering is asked for, on the CPU, or for the other BPs.
-    #[cfg(feature = "cuda")]
-    #[test]
-    fn default_bricks_follow_the_tuned_lattice_choice() {
-        use ferrofem_cuda::bp::{BpConfig, GeoMode};
-        let stored = [GeometryMode::Stored];
-        let none = args(&[]);
-        for p in 1..=8 {
-            let want = BpConfig::tuned_on_bricks(TensorKind::Mass, GeoMode::Stored, p)
-                .and_then(|c| c.bricks.map(|b| (b, c.lattice_slots)));
-            assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, p), want);
-            let both = [GeometryMode::Stored, GeometryMode::OnTheFly];
-            assert_eq!(default_bricks(BpName::Bp1, &none, true, &both, p), want);
-        }
-        assert_eq!(
-            default_bricks(BpName::Bp1, &none, true, &stored, 3).map(|d| d.0),
-            Some([4, 4, 2])
-        );
-        assert_eq!(
-            default_bricks(BpName::Bp1, &none, true, &stored, 8).map(|d| d.0),
-            Some([2, 2, 1])
-        );
-        assert_eq!(default_bricks(BpName::Bp1, &none, true, &stored, 2), None);
-        for other in [
-            args(&["--kernel", "pencil"]),
-            args(&["--kernel", "registers"]),
-            args(&["--bricks", "none"]),
-            args(&["--geo-load", "direct"]),
-            args(&["--reorder", "morton"]),
-        ] {
-            assert_eq!(default_bricks(BpName::Bp1, &other, true, &stored, 3), None);
-        }
-        assert_eq!(default_bricks(BpName::Bp1, &none, false, &stored, 3), None);
-        assert_eq!(
-            default_bricks(BpName::Bp1, &none, true, &[GeometryMode::OnTheFly], 3),
-            None
-        );
-        assert_eq!(default_bricks(BpName::Bp3, &none, true, &stored, 3), None);
-        assert_eq!(default_bricks(BpName::Bp35, &none, true, &stored, 3), None);
-    }
-
-    fn plate() -> String {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/gmsh/plate_hole_hex_v41_binary.msh"
-        )
-        .to_string()
     }
 
     /// `--refine auto` takes the level whose DoFs come closest to the target on a log
@@ -1733,32 +972,33 @@ mod tests {
         assert!(parse_refine("11").is_err() && parse_refine("x").is_err());
     }
 
-    /// On a file mesh the lattice kernel's bricks are each cell's children: sorted and
-    /// numbered per brick where the refinement's block takes the shape, dropped (the
-    /// one-element kernels run) where it does not, refused where `--bricks` asked for it;
-    /// a mesh of other cells is refused.
+    fn plate() -> String {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/gmsh/plate_hole_hex_v41_binary.msh"
+        )
+        .to_string()
+    }
+
+    /// A file mesh is refined per order into blocks of children; the generated box takes
+    /// whole bricks per side; a mesh of other cells is refused.
     #[test]
-    fn a_file_mesh_is_refined_and_bricked_per_cell() {
-        let ring = Some(([2, 2, 1], SlotOrder::Ring));
+    fn meshes_are_refined_files_or_boxes_of_whole_bricks() {
         let a = args(&["--mesh", &plate(), "--refine", "1"]);
         let coarse = file_mesh(&a).expect("plate").expect("a file mesh");
         assert_eq!(coarse.num_cells(), 2912);
-        let prob = problem(2, &a, ring, Some(&coarse)).expect("refined plate");
-        assert_eq!(prob.mesh.num_cells(), 2912 * 8);
-        assert_eq!(prob.auto_bricks, Some([2, 2, 1]));
-        assert_eq!(prob.bricked.len(), 1);
-        assert!(prob.origin.ends_with("refined 1"));
-        let prob = problem(2, &a, Some(([4, 4, 2], SlotOrder::Ring)), Some(&coarse))
-            .expect("refined plate");
-        assert_eq!((prob.auto_bricks, prob.bricked.len()), (None, 0));
-        let a0 = args(&["--mesh", &plate(), "--refine", "0"]);
-        let prob = problem(2, &a0, ring, Some(&coarse)).expect("plate");
-        assert_eq!((prob.mesh.num_cells(), prob.auto_bricks), (2912, None));
-        let asked = args(&["--mesh", &plate(), "--refine", "1", "--bricks", "4x4x2"]);
-        let e = problem(2, &asked, None, Some(&coarse))
-            .err()
-            .expect("bricks refused");
-        assert!(e.to_string().contains("divide"), "{e}");
+        let cells = cells_of(&a, 2, None, Some(&coarse));
+        assert_eq!(cells, Cells::Blocks(2));
+        let (mesh, origin) = make_mesh(&a, cells, Some(&coarse)).expect("refined plate");
+        assert_eq!(mesh.num_cells(), 2912 * 8);
+        assert!(origin.ends_with("refined 1"), "{origin}");
+        let boxed = args(&["--dofs", "1000"]);
+        // p = 3, 1e3 DoFs: 3 cells per side, rounded up to whole 2x2x4 bricks
+        assert_eq!(cells_of(&boxed, 3, None, None), Cells::Grid([3, 3, 3]));
+        assert_eq!(
+            cells_of(&boxed, 3, Some([2, 2, 4]), None),
+            Cells::Grid([4, 4, 4])
+        );
         let tets = args(&[
             "--mesh",
             concat!(
@@ -1768,5 +1008,44 @@ mod tests {
         ]);
         let e = file_mesh(&tets).expect_err("tetrahedra refused");
         assert!(e.to_string().contains("hexahedra"), "{e}");
+    }
+
+    /// `--kernel auto` runs the lattice kernel exactly where the tuned table has a lattice
+    /// plan (BP1, stored weights) and the mesh sorts into its bricks, else the tuned pencil
+    /// plan; `--kernel lattice` is skipped where no lattice plan exists and refused where
+    /// the mesh cannot take its bricks.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn auto_runs_the_lattice_kernel_where_it_is_tuned_and_fits() {
+        use ferrofem_cuda::bp::{BpOperator, BpPlan, DeviceClass};
+        let class = DeviceClass::H200;
+        let grid = |b: Option<[usize; 3]>| Cells::Grid(b.unwrap_or([1; 3]).map(|e| 8 * e));
+        let odd = |_: Option<[usize; 3]>| Cells::Blocks(1);
+        for p in 1..=8 {
+            for geo in [GeometrySource::Stored, GeometrySource::OnTheFly] {
+                let op = BpOperator::new(TensorKind::Mass, geo);
+                let want = BpPlan::tuned_on_bricks(&class, &op, p)
+                    .unwrap_or_else(|| BpPlan::tuned(&class, &op, p));
+                let got = gpu::plans(&class, &op, p, &[KernelArg::Auto], grid).unwrap();
+                assert_eq!(got, vec![want], "p = {p} {geo:?}");
+                let got = gpu::plans(&class, &op, p, &[KernelArg::Auto], odd).unwrap();
+                assert_eq!(got, vec![BpPlan::tuned(&class, &op, p)], "p = {p} {geo:?}");
+                let lattice = gpu::plans(&class, &op, p, &[KernelArg::Lattice], grid).unwrap();
+                assert_eq!(lattice.len(), usize::from(want.name() == "lattice"));
+            }
+        }
+        let op = BpOperator::new(TensorKind::Mass, GeometrySource::Stored);
+        assert_eq!(
+            gpu::plans(&class, &op, 3, &[KernelArg::Auto], grid).unwrap()[0].name(),
+            "lattice"
+        );
+        assert!(gpu::plans(&class, &op, 3, &[KernelArg::Lattice], odd).is_err());
+        let all = [KernelArg::Slice2d, KernelArg::Pencil, KernelArg::Auto];
+        let names: Vec<_> = gpu::plans(&class, &op, 3, &all, grid)
+            .unwrap()
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        assert_eq!(names, ["slice2d", "pencil", "lattice"]);
     }
 }

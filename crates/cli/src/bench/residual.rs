@@ -10,14 +10,13 @@
 //! exactly on affine cells (degree `2(p − 1)`, plus 1 for a P1 coefficient): one point for
 //! P1, as in the paper.
 
-use super::bp::Precision;
 use super::median;
-use crate::backend::BackendArg;
 use crate::error::CliError;
 use crate::problem_args::ranges;
 use clap::{Args, ValueEnum};
 use ferrofem_base::random::random_vector;
 use ferrofem_base::{CellType, Real};
+use ferrofem_driver::{select, Backend, BackendArg, Precision};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::measure_copy_bandwidth;
 use ferrofem_operator::{
@@ -332,15 +331,15 @@ fn strategies(a: AccumulationArg) -> Vec<Accumulation> {
 
 /// Runs `ferrofem bench residual`.
 pub fn run(a: ResidualArgs) -> Result<(), CliError> {
-    let backend = crate::backend::select(a.backend)?;
-    if let crate::backend::Backend::Cpu {
+    let backend = select(a.backend)?;
+    if let Backend::Cpu {
         fallback_reason: Some(r),
     } = &backend
     {
         eprintln!("note: {r}; running on the CPU");
     }
     #[cfg(feature = "cuda")]
-    if let crate::backend::Backend::Cuda(dev) = &backend {
+    if let Backend::Cuda(dev) = &backend {
         let st = setup(&a)?;
         return gpu::run(dev, &st, &a);
     }
@@ -532,11 +531,11 @@ mod gpu {
     //! the global residual.
     use super::*;
     use ferrofem_cuda::residual::{
-        case_physics, Aux, Geometry, GpuResidual, Output, ResidualConfig, Strategy,
-        AUTOTUNE_CANDIDATES,
+        case_physics, Aux, GpuResidual, Output, ResidualConfig, Strategy, AUTOTUNE_CANDIDATES,
     };
     use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
     use ferrofem_fe::QuadratureRule;
+    use ferrofem_geometry::GeometrySource;
     use std::sync::Arc;
 
     fn ge(e: ferrofem_cuda::GpuError) -> CliError {
@@ -647,10 +646,10 @@ mod gpu {
             Ok((t, op.shape()))
         };
         let mut configs: Vec<(String, ResidualConfig)> = Vec::new();
-        let geometries: &[Geometry] = match a.geometry {
-            GeometryArg::Stored => &[Geometry::Stored],
-            GeometryArg::Vertices => &[Geometry::FromVertices],
-            GeometryArg::Both => &[Geometry::Stored, Geometry::FromVertices],
+        let geometries: &[GeometrySource] = match a.geometry {
+            GeometryArg::Stored => &[GeometrySource::Stored],
+            GeometryArg::Vertices => &[GeometrySource::OnTheFly],
+            GeometryArg::Both => &[GeometrySource::Stored, GeometrySource::OnTheFly],
         };
         for &geometry in geometries {
             for output in [
@@ -658,8 +657,10 @@ mod gpu {
                 Output::GlobalAtomic,
                 Output::GlobalColored,
             ] {
-                // autotune the transposition kernel's batch shape for this class, cached (v7:
-                // fluxes mapped to the reference cell; threads per cell tuned too)
+                // autotune the transposition kernel's batch shape for this class, cached; the
+                // version tag in the key is raised whenever the kernel or its tuned parameters
+                // change (its current form maps fluxes to the reference cell and tunes threads
+                // per cell), so that a choice cached for an older kernel is not reused
                 let key = format!(
                     "residual-v7|{}|{}|{}|d{}|p{}|q{}|{:?}|{:?}",
                     dev.name(),
@@ -739,7 +740,7 @@ mod gpu {
         }
         for (label, cfg) in configs {
             let (t, (threads, nbc)) = time(cfg, a.reps, &mut oe, &mut ol)?;
-            let model = if cfg.geometry == Geometry::FromVertices {
+            let model = if cfg.geometry == GeometrySource::OnTheFly {
                 &vertex_model
             } else {
                 &stored_model
@@ -773,7 +774,7 @@ mod gpu {
                 cells,
                 dofs: ndofs,
                 accumulation: label,
-                geometry: if cfg.geometry == Geometry::FromVertices {
+                geometry: if cfg.geometry == GeometrySource::OnTheFly {
                     "vertices"
                 } else {
                     "stored"

@@ -1,9 +1,9 @@
 //! `ferrofem bench stream`: copy bandwidth of the selected backend.
 
-use crate::backend::{select, Backend, BackendArg};
 use crate::error::CliError;
 use crate::problem_args::ranges;
 use clap::Args;
+use ferrofem_driver::{select, Backend, BackendArg};
 use serde::Serialize;
 
 /// Options of `ferrofem bench stream`.

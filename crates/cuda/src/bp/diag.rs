@@ -7,13 +7,14 @@
 //! Compiled on first use through the device's module cache (memory, then disk), so
 //! [`GpuBp::new`] does not pay for it.
 
-use super::{
-    bp_kernel, pencil_weights, short_name, skeleton_table, BpConfig, GeoMode, GpuBp, Variant,
-};
+use super::codegen::{bp_kernel, op_code, pencil_weights, short_name, skeleton_table};
+use super::plan::{BpOperator, BpPlan, Numbering, PencilPlan};
+use super::GpuBp;
 use crate::compile::KernelSpec;
 use crate::{sources, DeviceVec, GpuError, GpuReal};
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use ferrofem_fe::{gauss_lobatto_legendre, Lagrange1D};
+use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::TensorKind;
 
 /// Most threads per block of the diagonal kernel (a thread per node up to this; beyond it,
@@ -29,16 +30,21 @@ struct DiagKernel {
     tables: Vec<f64>,
 }
 
-/// The diagonal kernel for the operator `cfg` at order `p` in precision `T`: the same
-/// points, geometry layout and numbering as the operator's apply kernel ([`bp_kernel`]).
-fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuError> {
-    let k = bp_kernel::<T>(cfg, p)?;
+/// The diagonal kernel for the operator `op` applied by `plan` at order `p` in precision
+/// `T`: the same points, geometry layout and numbering as the apply kernel ([`bp_kernel`]).
+fn diag_kernel<T: GpuReal>(
+    op: &BpOperator,
+    plan: &BpPlan,
+    p: usize,
+) -> Result<DiagKernel, GpuError> {
+    let k = bp_kernel::<T>(op, plan, p)?;
+    let interior_last = plan.numbering() == Numbering::InteriorLast;
     let (n, q) = (p + 1, k.q);
     let (pts, wts) = (&k.points.0, &k.points.1);
     let gll = gauss_lobatto_legendre(n).map_err(|e| GpuError::Unsupported(e.to_string()))?;
     let basis = Lagrange1D::new(&gll.points);
     // B and D: GLL basis and its derivative at the points (B = I when collocated, q = n)
-    let b = if cfg.kind.is_collocated() {
+    let b = if op.kind.is_collocated() {
         (0..q * n)
             .map(|t| if t / n == t % n { 1.0 } else { 0.0 })
             .collect()
@@ -49,8 +55,8 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
     tables.extend(basis.derivative_matrix(pts));
     tables.extend_from_slice(pts);
     tables.extend_from_slice(wts);
-    let mass = cfg.kind != TensorKind::Mass && cfg.kind.has_mass();
-    let table = if cfg.interior_last {
+    let mass = op.kind != TensorKind::Mass && op.kind.has_mass();
+    let table = if interior_last {
         let (t, _) = skeleton_table(n);
         let body: Vec<String> = t.iter().map(|x| x.to_string()).collect();
         format!(
@@ -67,21 +73,24 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
         sources::BP_COMMON,
         sources::BP_DIAG
     );
-    let stored = cfg.geo == GeoMode::Stored;
-    // (the weights of a lattice brick walked in steps are in each step's order, v31)
-    let lattice = cfg
-        .lattice_step_brick()
-        .filter(|_| cfg.variant == Variant::Lattice);
-    let threads = (n * n * n).next_multiple_of(32).min(MAX_THREADS);
-    let op = match cfg.kind {
-        TensorKind::Mass => 1,
-        TensorKind::Diffusion { .. } => 3,
-        TensorKind::CollocatedDiffusion { .. } => 5,
+    let stored = op.geo == GeometrySource::Stored;
+    let lattice = match plan {
+        BpPlan::Lattice(l) => Some(l.brick),
+        _ => None,
     };
+    let threads = (n * n * n).next_multiple_of(32).min(MAX_THREADS);
+    // the skeleton slots the way the apply kernel finds them
+    let slot_arithmetic = !matches!(
+        plan,
+        BpPlan::Pencil(PencilPlan {
+            slot_table: true,
+            ..
+        })
+    );
     let spec = KernelSpec::new(
         format!(
             "diag_{}{}_{}_p{p}_q{q}_{}{}",
-            short_name(cfg.kind),
+            short_name(op.kind),
             if mass { "m" } else { "" },
             T::NAME,
             if stored {
@@ -89,24 +98,24 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
             } else {
                 "otf".to_string()
             },
-            if cfg.interior_last { "_il" } else { "" }
-        ) + if pencil_weights(&cfg) { "_pw" } else { "" }
+            if interior_last { "_il" } else { "" }
+        ) + if pencil_weights(op, plan) { "_pw" } else { "" }
             + &lattice.map_or(String::new(), |b| format!("_lat{}x{}x{}", b[0], b[1], b[2])),
         source,
     )
     .define("REAL", T::CTYPE)
-    .define("OP", op)
+    .define("OP", op_code(op.kind))
     .define("N", n)
     .define("Q", q)
     .define("NGEO", k.ngeo)
     .define("GSTRIDE", k.gstride)
     .define("GEO", (!stored) as u32)
     .define("MASS", mass as u32)
-    .define("INTLAST", cfg.interior_last as u32)
-    .define("WXSLOW", pencil_weights(&cfg) as u32)
-    .define("SKARITH", cfg.slot_arithmetic as u32)
+    .define("INTLAST", interior_last as u32)
+    .define("WXSLOW", pencil_weights(op, plan) as u32)
+    .define("SKARITH", slot_arithmetic as u32)
     .define("DT", threads);
-    // the lattice kernel's (v26) weights sit in brick-lattice order
+    // the lattice kernel's weights sit in brick-lattice order
     let spec = match lattice {
         Some(b) => spec
             .define("LATTICE", 1)
@@ -123,10 +132,14 @@ fn diag_kernel<T: GpuReal>(cfg: BpConfig, p: usize) -> Result<DiagKernel, GpuErr
 }
 
 impl<T: GpuReal> GpuBp<T> {
-    /// The NVRTC specialisation of the diagonal kernel for the operator `cfg` at order `p`,
-    /// without a device (CI compiles it to check the kernel).
-    pub fn diagonal_kernel(cfg: BpConfig, p: usize) -> Result<KernelSpec, GpuError> {
-        Ok(diag_kernel::<T>(cfg, p)?.spec)
+    /// The NVRTC specialisation of the diagonal kernel for the operator `op` applied by
+    /// `plan` at order `p`, without a device (CI compiles it to check the kernel).
+    pub fn diagonal_kernel(
+        op: &BpOperator,
+        plan: &BpPlan,
+        p: usize,
+    ) -> Result<KernelSpec, GpuError> {
+        Ok(diag_kernel::<T>(op, plan, p)?.spec)
     }
 
     /// The diagonal of the operator (of [`GpuBp::apply`]'s matrix: 1 on the Dirichlet rows
@@ -148,7 +161,7 @@ impl<T: GpuReal> GpuBp<T> {
                 got: d.len(),
             });
         }
-        let k = diag_kernel::<T>(self.cfg, self.order)?;
+        let k = diag_kernel::<T>(&self.op, &self.plan, self.order)?;
         d.fill_zero()?;
         let stream = self.dev.stream();
         if self.nelem > 0 {

@@ -1,10 +1,11 @@
 //! Geometric factors of the tensor-product operators at their quadrature points, stored
-//! per element in the layout the CPU and GPU kernels share, or recomputed on the fly from
-//! the element's vertices.
+//! per element (in the layout the CPU and GPU kernels share, or in the CPU kernels' own
+//! interleaved one), or recomputed on the fly from the element's vertices.
 
 use super::lanes::{madd, Lane, LANES};
 use super::{TensorBasis, TensorError};
 use ferrofem_base::Real;
+use ferrofem_geometry::{adjugate, GeometrySource};
 use ferrofem_mesh::Mesh;
 use rayon::prelude::*;
 
@@ -12,22 +13,18 @@ use rayon::prelude::*;
 /// element) count as degenerate.
 const DEGENERATE: f64 = 1e-12;
 
-/// Where an operator gets its geometric factors from, and in which layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum GeometryMode {
-    /// Precomputed at every quadrature point of every element, element-major
-    /// (`[elem][factor][point]`, the layout the GPU kernels read): the fewest flops, the
-    /// most bytes (the paper's 7 values per point for BP3). The CPU kernels transpose each
-    /// batch's factors into lane layout, which costs them time.
-    Stored,
-    /// The same factors in the CPU kernels' layout, `[batch][factor][point][lane]` with
-    /// [`LANES`] elements per batch (the last batch padded by repeating its last element),
-    /// read by the kernels with plain vector loads: the fastest on the CPU.
+/// How the CPU kernels lay out stored geometric factors (a choice of the CPU operator
+/// only: the GPU kernels always read [`FactorLayout::ElementMajor`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FactorLayout {
+    /// Element-major, `[elem][factor][point]`: the layout the GPU kernels read. The CPU
+    /// kernels transpose each batch's factors into lane layout, which costs them time.
+    ElementMajor,
+    /// The CPU kernels' own layout, `[batch][factor][point][lane]` with [`LANES`] elements
+    /// per batch (the last batch padded by repeating its last element), read with plain
+    /// vector loads: the fastest on the CPU, hence the default.
     #[default]
     Interleaved,
-    /// Recomputed at every application from the element's vertex offsets through the
-    /// multilinear map (`2^d - 1` vertices × `d` values per element): few bytes, more flops.
-    OnTheFly,
 }
 
 /// The geometry an operator reads.
@@ -56,12 +53,15 @@ pub struct TensorGeometry<T> {
     pub has_metric: bool,
     /// True when the factors end with `w det J`.
     pub has_mass: bool,
-    /// How the kernels obtain the factors.
-    pub mode: GeometryMode,
-    /// Stored factors, `[elem][factor][point]`; empty unless [`GeometryMode::Stored`].
+    /// Where the kernels get the factors from.
+    pub source: GeometrySource,
+    /// The layout of the stored factors (meaningless on the fly).
+    pub layout: FactorLayout,
+    /// Stored factors, `[elem][factor][point]`; empty unless stored
+    /// [`FactorLayout::ElementMajor`].
     pub factors: Vec<T>,
-    /// Stored factors, `[batch][factor][point]` of lanes; empty unless
-    /// [`GeometryMode::Interleaved`].
+    /// Stored factors, `[batch][factor][point]` of lanes; empty unless stored
+    /// [`FactorLayout::Interleaved`].
     pub interleaved: Vec<[T; LANES]>,
     /// Vertex offsets `x_v - x_0`, `[elem][axis][v - 1]` (always present: small).
     pub vertex_offsets: Vec<T>,
@@ -79,13 +79,15 @@ impl<T: Real> TensorGeometry<T> {
 
     /// Computes the geometry of every cell at the quadrature points of `basis` from the
     /// cells' vertex offsets (see [`vertex_offsets`]), checking that no element is inverted
-    /// or degenerate at any point.
+    /// or degenerate at any point; stores them in `layout` when `source` is
+    /// [`GeometrySource::Stored`].
     pub(crate) fn build(
         offsets_f64: &[f64],
         basis: &TensorBasis,
         has_metric: bool,
         has_mass: bool,
-        mode: GeometryMode,
+        source: GeometrySource,
+        layout: FactorLayout,
     ) -> Result<TensorGeometry<T>, TensorError> {
         let dim = basis.dim;
         let table = MapTable::new(basis);
@@ -122,8 +124,8 @@ impl<T: Real> TensorGeometry<T> {
         let mut factors = Vec::new();
         let mut interleaved = Vec::new();
         let block = (nf * nq).max(1);
-        let first_bad = match mode {
-            GeometryMode::Stored => {
+        let first_bad = match (source, layout) {
+            (GeometrySource::Stored, FactorLayout::ElementMajor) => {
                 factors = vec![T::zero(); ne * nf * nq];
                 factors
                     .par_chunks_mut(block)
@@ -132,7 +134,7 @@ impl<T: Real> TensorGeometry<T> {
                     .filter_map(|(e, out)| element(e, &mut |c, i, v| out[c * nq + i] = T::of(v)))
                     .min_by_key(|b| b.0)
             }
-            GeometryMode::Interleaved => {
+            (GeometrySource::Stored, FactorLayout::Interleaved) => {
                 interleaved = vec![[T::zero(); LANES]; ne.div_ceil(LANES) * nf * nq];
                 interleaved
                     .par_chunks_mut(block)
@@ -150,7 +152,7 @@ impl<T: Real> TensorGeometry<T> {
                     })
                     .min_by_key(|b| b.0)
             }
-            GeometryMode::OnTheFly => (0..ne)
+            (GeometrySource::OnTheFly, _) => (0..ne)
                 .into_par_iter()
                 .with_min_len(64)
                 .filter_map(|e| element(e, &mut |_, _, _| {}))
@@ -165,7 +167,8 @@ impl<T: Real> TensorGeometry<T> {
             num_points: nq,
             has_metric,
             has_mass,
-            mode,
+            source,
+            layout,
             factors,
             interleaved,
             vertex_offsets: offsets_f64.iter().map(|&x| T::of(x)).collect(),
@@ -175,13 +178,15 @@ impl<T: Real> TensorGeometry<T> {
     /// Factor `c` of element `e` at point `i`, whatever the layout (`None` on the fly).
     pub fn factor(&self, e: usize, c: usize, i: usize) -> Option<T> {
         let (nf, nq) = (self.num_factors(), self.num_points);
-        match self.mode {
-            GeometryMode::Stored => self.factors.get((e * nf + c) * nq + i).copied(),
-            GeometryMode::Interleaved => self
+        match (self.source, self.layout) {
+            (GeometrySource::Stored, FactorLayout::ElementMajor) => {
+                self.factors.get((e * nf + c) * nq + i).copied()
+            }
+            (GeometrySource::Stored, FactorLayout::Interleaved) => self
                 .interleaved
                 .get(((e / LANES) * nf + c) * nq + i)
                 .map(|lane| lane[e % LANES]),
-            GeometryMode::OnTheFly => None,
+            (GeometrySource::OnTheFly, _) => None,
         }
     }
 }
@@ -314,28 +319,6 @@ pub(crate) fn point_factors(
         out[c] = w * det;
     }
     det
-}
-
-/// Determinant and adjugate (`J⁻¹ = adj / det`) of a 2×2 or 3×3 matrix.
-fn adjugate(dim: usize, j: &[[f64; 3]; 3]) -> (f64, [[f64; 3]; 3]) {
-    let mut a = [[0.0; 3]; 3];
-    if dim == 2 {
-        a[0][0] = j[1][1];
-        a[0][1] = -j[0][1];
-        a[1][0] = -j[1][0];
-        a[1][1] = j[0][0];
-        return (j[0][0] * j[1][1] - j[0][1] * j[1][0], a);
-    }
-    a[0][0] = j[1][1] * j[2][2] - j[1][2] * j[2][1];
-    a[0][1] = j[0][2] * j[2][1] - j[0][1] * j[2][2];
-    a[0][2] = j[0][1] * j[1][2] - j[0][2] * j[1][1];
-    a[1][0] = j[1][2] * j[2][0] - j[1][0] * j[2][2];
-    a[1][1] = j[0][0] * j[2][2] - j[0][2] * j[2][0];
-    a[1][2] = j[0][2] * j[1][0] - j[0][0] * j[1][2];
-    a[2][0] = j[1][0] * j[2][1] - j[1][1] * j[2][0];
-    a[2][1] = j[0][1] * j[2][0] - j[0][0] * j[2][1];
-    a[2][2] = j[0][0] * j[1][1] - j[0][1] * j[1][0];
-    (j[0][0] * a[0][0] + j[0][1] * a[1][0] + j[0][2] * a[2][0], a)
 }
 
 /// The on-the-fly twin of [`point_factors`] for a batch: computes the factors of all
@@ -472,9 +455,12 @@ mod tests {
             let qg = QuadGeometry::compute(&mesh, &rule).unwrap();
             let g = qg.metric();
             let m = d * (d + 1) / 2;
-            for mode in [GeometryMode::Stored, GeometryMode::Interleaved] {
+            for layout in [FactorLayout::ElementMajor, FactorLayout::Interleaved] {
                 let offsets = vertex_offsets(&mesh);
-                let geo = TensorGeometry::<f64>::build(&offsets, &basis, true, true, mode).unwrap();
+                let stored = GeometrySource::Stored;
+                let geo =
+                    TensorGeometry::<f64>::build(&offsets, &basis, true, true, stored, layout)
+                        .unwrap();
                 let nq = geo.num_points;
                 for e in 0..mesh.num_cells() {
                     for i in 0..nq {

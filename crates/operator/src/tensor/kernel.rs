@@ -10,8 +10,9 @@
 
 use super::geometry::lane_factors;
 use super::lanes::{contract, madd, zero, Lane, LANES};
-use super::{GeometryMode, TensorGeometry};
+use super::{FactorLayout, TensorGeometry};
 use ferrofem_base::Real;
+use ferrofem_geometry::GeometrySource;
 use std::ops::Range;
 
 /// Expands to a `match` over the specialised sizes (orders 1..=8 at the default number of
@@ -313,12 +314,12 @@ fn apply_range<T: Real, const FMA: bool, const K: u8>(
         let count = LANES.min(range.end - e0);
         let elems: [usize; LANES] = std::array::from_fn(|l| e0 + l.min(count - 1));
         // geometry of the batch in lane layout
-        let geo_lanes: &[Lane<T>] = match geo.mode {
-            GeometryMode::Interleaved if e0 % LANES == 0 => {
+        let geo_lanes: &[Lane<T>] = match (geo.source, geo.layout) {
+            (GeometrySource::Stored, FactorLayout::Interleaved) if e0 % LANES == 0 => {
                 let b = e0 / LANES;
                 &geo.interleaved[b * nf * nq..(b + 1) * nf * nq]
             }
-            GeometryMode::OnTheFly => {
+            (GeometrySource::OnTheFly, _) => {
                 let per = geo.offsets_per_elem();
                 let vd = &mut s.vd[..per];
                 for (l, &e) in elems.iter().enumerate() {
@@ -340,7 +341,7 @@ fn apply_range<T: Real, const FMA: bool, const K: u8>(
                 );
                 sgeo
             }
-            GeometryMode::Stored => {
+            (GeometrySource::Stored, FactorLayout::ElementMajor) => {
                 let sgeo = &mut s.geo[..nf * nq];
                 for (l, &e) in elems.iter().enumerate() {
                     let src = &geo.factors[e * nf * nq..(e + 1) * nf * nq];
@@ -350,7 +351,7 @@ fn apply_range<T: Real, const FMA: bool, const K: u8>(
                 }
                 sgeo
             }
-            GeometryMode::Interleaved => {
+            (GeometrySource::Stored, FactorLayout::Interleaved) => {
                 // a batch that does not start on a lane boundary (not produced by the
                 // operator's task and block sizes, kept for safety)
                 let sgeo = &mut s.geo[..nf * nq];

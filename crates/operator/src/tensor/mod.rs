@@ -7,9 +7,11 @@
 //! element kernel (interpolate with `B`, differentiate with `D̂` along each axis as 1-D
 //! contractions, apply the geometric factors pointwise, then the transposed contractions)
 //! and the race-free scatter-add. Kernels work on batches of [`LANES`] elements laid out
-//! `[node][lane]`, so their inner loops vectorise across elements. Stored geometry is laid
-//! out `[elem][factor][point]`, the layout the GPU kernels read as well. [`model`] gives
-//! the bytes and flops of an application, [`bandwidth`] the copy bandwidth to compare with.
+//! `[node][lane]`, so their inner loops vectorise across elements. The geometric factors
+//! are stored or recomputed on the fly ([`GeometrySource`], as on the GPU); stored ones are
+//! laid out in the kernels' lanes or `[elem][factor][point]`, the layout the GPU kernels
+//! read ([`FactorLayout`]). [`model`] gives the bytes and flops of an application,
+//! [`bandwidth`] the copy bandwidth to compare with.
 
 mod accumulate;
 pub mod bandwidth;
@@ -26,7 +28,10 @@ pub use accumulate::{Accumulation, BlockColoring};
 pub use bandwidth::measure_copy_bandwidth;
 pub use basis::{TensorBasis, MAX_QUADRATURE_POINTS};
 pub use error::TensorError;
-pub use geometry::{GeometryMode, TensorGeometry};
+/// Re-exported: [`TensorOptions::geometry`] and [`ModelSpec::geometry`] take it, as the GPU
+/// backend's operators do.
+pub use ferrofem_geometry::GeometrySource;
+pub use geometry::{FactorLayout, TensorGeometry};
 pub use kernel::SimdLevel;
 pub use lanes::LANES;
 pub use model::{IndexTraffic, Model, ModelSpec, VectorTraffic};

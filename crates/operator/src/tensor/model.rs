@@ -32,7 +32,8 @@
 //! `2 d² (2^d - 1)` flops for `J` and 71 (3-D) or 18 (2-D) for the adjugate, determinant
 //! and `G` (the mass operator needs `w det J` only: 15 or 4).
 
-use super::{GeometryMode, TensorKind};
+use super::TensorKind;
+use ferrofem_geometry::GeometrySource;
 
 /// Bytes moved and flops done by one application of an operator.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
@@ -113,7 +114,7 @@ pub struct ModelSpec {
     /// Bytes per scalar (8 for `f64`, 4 for `f32`).
     pub scalar_bytes: usize,
     /// Stored or on-the-fly geometry.
-    pub geometry: GeometryMode,
+    pub geometry: GeometrySource,
     /// Index traffic.
     pub indices: IndexTraffic,
     /// L- or E-vectors.
@@ -160,10 +161,8 @@ pub fn bytes(s: &ModelSpec) -> f64 {
         _ => 0.0,
     };
     let geometry = match s.geometry {
-        GeometryMode::Stored | GeometryMode::Interleaved => {
-            ne * nq * factors_per_point(s.kind, s.dim) as f64 * sb
-        }
-        GeometryMode::OnTheFly => ne * (s.dim * ((1 << s.dim) - 1)) as f64 * sb,
+        GeometrySource::Stored => ne * nq * factors_per_point(s.kind, s.dim) as f64 * sb,
+        GeometrySource::OnTheFly => ne * (s.dim * ((1 << s.dim) - 1)) as f64 * sb,
     };
     input + output + indices + geometry
 }
@@ -193,8 +192,8 @@ pub fn flops(s: &ModelSpec) -> f64 {
         }
     };
     let geometry = match s.geometry {
-        GeometryMode::Stored | GeometryMode::Interleaved => 0.0,
-        GeometryMode::OnTheFly => {
+        GeometrySource::Stored => 0.0,
+        GeometrySource::OnTheFly => {
             let nv1 = ((1 << s.dim) - 1) as f64;
             let j = 2.0 * (d * d) as f64 * nv1;
             let rest = match (s.kind, s.dim) {
@@ -235,7 +234,7 @@ pub fn paper_table2(
         num_elem: 1,
         num_nodes: 0,
         scalar_bytes,
-        geometry: GeometryMode::Stored,
+        geometry: GeometrySource::Stored,
         indices: IndexTraffic::Structured,
         vectors: VectorTraffic::EVector,
         output_read: false,
@@ -281,7 +280,7 @@ mod tests {
             num_elem: ne,
             num_nodes: 1000,
             scalar_bytes: 8,
-            geometry: GeometryMode::Stored,
+            geometry: GeometrySource::Stored,
             indices,
             vectors: VectorTraffic::LVector,
             output_read: false,
@@ -311,7 +310,7 @@ mod tests {
             num_elem: 10,
             num_nodes: 20,
             scalar_bytes: 4,
-            geometry: GeometryMode::Stored,
+            geometry: GeometrySource::Stored,
             indices: IndexTraffic::Offsets,
             vectors: VectorTraffic::LVector,
             output_read: false,
@@ -320,7 +319,7 @@ mod tests {
         assert_eq!(bytes(&base), 4.0 * 40.0 + 4.0 * 40.0 + 4.0 * 90.0);
         let acc = ModelSpec {
             output_read: true,
-            geometry: GeometryMode::OnTheFly,
+            geometry: GeometrySource::OnTheFly,
             ..base
         };
         assert_eq!(bytes(&acc), 4.0 * 60.0 + 4.0 * 40.0 + 4.0 * 60.0);

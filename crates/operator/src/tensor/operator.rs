@@ -7,10 +7,11 @@ use super::geometry::{vertex_offsets, MapTable};
 use super::kernel::{self, KernelData, RangeFn, Scratch, Sizes};
 use super::model::{self, IndexTraffic, Model, ModelSpec, VectorTraffic};
 use super::{
-    diagonal, Accumulation, BlockColoring, GeometryMode, SimdLevel, TensorBasis, TensorError,
+    diagonal, Accumulation, BlockColoring, FactorLayout, SimdLevel, TensorBasis, TensorError,
     TensorGeometry, LANES,
 };
 use ferrofem_base::{LinearOperator, Real};
+use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::Mesh;
 use ferrofem_space::{ElemRestriction, H1Space, TransposeMap};
 use rayon::prelude::*;
@@ -100,7 +101,9 @@ pub struct TensorOptions {
     /// Quadrature points per direction (`None`: [`TensorKind::default_points`]).
     pub q_points: Option<usize>,
     /// Stored or on-the-fly geometry.
-    pub geometry: GeometryMode,
+    pub geometry: GeometrySource,
+    /// The layout of stored factors (ignored on the fly).
+    pub factor_layout: FactorLayout,
     /// How element results are accumulated.
     pub accumulation: Accumulation,
     /// Instruction set (`None`: the best one detected; a level the processor lacks falls
@@ -113,13 +116,14 @@ pub struct TensorOptions {
 }
 
 impl TensorOptions {
-    /// Defaults for `kind`: default points, stored geometry, the default accumulation,
-    /// detected instruction set.
+    /// Defaults for `kind`: default points, stored geometry in the interleaved layout (the
+    /// CPU's fastest), the default accumulation, detected instruction set.
     pub fn new(kind: TensorKind) -> TensorOptions {
         TensorOptions {
             kind,
             q_points: None,
-            geometry: GeometryMode::default(),
+            geometry: GeometrySource::Stored,
+            factor_layout: FactorLayout::default(),
             accumulation: Accumulation::default(),
             simd: None,
             block_len: None,
@@ -193,7 +197,8 @@ impl<T: Real> std::fmt::Debug for TensorOperator<T> {
             .field("dim", &self.basis.dim)
             .field("ncomp", &self.restriction.ncomp())
             .field("num_elem", &self.restriction.num_elem())
-            .field("geometry", &self.geometry.mode)
+            .field("geometry", &self.geometry.source)
+            .field("factor_layout", &self.geometry.layout)
             .field("accumulation", &self.accumulation)
             .field("simd", &self.simd)
             .finish()
@@ -236,6 +241,7 @@ impl<T: Real> TensorOperator<T> {
             kind.has_gradient(),
             has_mass,
             opts.geometry,
+            opts.factor_layout,
         )?;
         let restriction = space.restriction().clone();
         let transpose = restriction.transpose();
@@ -435,7 +441,7 @@ impl<T: Real> TensorOperator<T> {
     }
 
     /// The inputs of the byte/flop model for this operator: L-vectors, restriction
-    /// offsets, its geometry mode, and an output that is read as well as written when the
+    /// offsets, its geometry source, and an output that is read as well as written when the
     /// accumulation adds into it ([`Accumulation::Colored`]).
     pub fn model_spec(&self) -> ModelSpec {
         ModelSpec {
@@ -447,7 +453,7 @@ impl<T: Real> TensorOperator<T> {
             num_elem: self.restriction.num_elem(),
             num_nodes: self.restriction.num_nodes(),
             scalar_bytes: T::BYTES,
-            geometry: self.geometry.mode,
+            geometry: self.geometry.source,
             indices: IndexTraffic::Offsets,
             vectors: VectorTraffic::LVector,
             output_read: self.accumulation == Accumulation::Colored,

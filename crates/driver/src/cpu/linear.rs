@@ -1,0 +1,163 @@
+//! The CPU's linear solves: the assembled reduced system factored by faer (`direct`), or
+//! the matrix-free constrained Jacobian action solved for the correction `w = u − g̃` by
+//! CG, Jacobi-PCG or Jacobi-GMRES (see [`crate::cpu`]).
+
+use super::counted::Counted;
+use crate::linear_system::{assemble_system_of, BcMode};
+use crate::pipeline_error::PipelineError;
+use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
+use crate::report::{ratio, ResidualReport};
+use crate::seam::{Outcome, SolveCase};
+use crate::settings::SolverKind;
+use crate::terms::{correction_rhs, norm2, to_f64};
+use ferrofem_base::{LinearOperator, Real};
+use ferrofem_operator::{add_boundary_values, ConstrainedOperator, FormOperator};
+use ferrofem_physics::Physics;
+use ferrofem_solver::{
+    cg, gmres, pcg, CpuSpace, DirectFactorization, DirectKind, GmresOptions,
+    SolveOptions as KrylovOptions,
+};
+use std::sync::atomic::AtomicUsize;
+use std::time::Instant;
+
+/// Assembled reduced system, Cholesky (symmetric) or LU.
+pub(super) fn direct<T: Real, P: Physics<T>>(
+    case: &SolveCase<'_>,
+    op: &FormOperator<T, P>,
+) -> Result<Outcome, PipelineError> {
+    let t = Instant::now();
+    case.progress.stage("assembling the matrix");
+    let neumann = case.neumann::<T>()?;
+    let sys = assemble_system_of(op, case.problem, &neumann, BcMode::Dirichlet)?;
+    let assembly = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    case.progress.stage(format!(
+        "factorising the {} x {} matrix ({} nonzeros)",
+        sys.matrix.nrows(),
+        sys.matrix.ncols(),
+        sys.matrix.nnz()
+    ));
+    let kind = if sys.symmetric {
+        DirectKind::Cholesky
+    } else {
+        DirectKind::Lu
+    };
+    let x: Vec<T> = DirectFactorization::new(&sys.matrix, kind)?.solve(&sys.rhs)?;
+    let solve = t.elapsed().as_secs_f64();
+    let mut ax = vec![T::zero(); x.len()];
+    sys.matrix.matvec(&x, &mut ax);
+    let b_norm = norm2(&sys.rhs);
+    let r_norm = norm2(
+        &sys.rhs
+            .iter()
+            .zip(&ax)
+            .map(|(&b, &a)| b - a)
+            .collect::<Vec<T>>(),
+    );
+    let mut u = case.problem.boundary_values.clone();
+    for (&d, &v) in sys.dof_map.free().iter().zip(&x) {
+        u[d as usize] = v.as_f64();
+    }
+    Ok(Outcome {
+        u,
+        method: format!(
+            "assembled ({} nonzeros), sparse {} (faer)",
+            sys.matrix.nnz(),
+            if kind == DirectKind::Cholesky {
+                "Cholesky"
+            } else {
+                "LU"
+            }
+        ),
+        iterations: 0,
+        newton: None,
+        residual: ResidualReport {
+            initial: b_norm,
+            last: r_norm,
+            relative: ratio(r_norm, b_norm),
+            recursive: None,
+        },
+        setup: 0.0,
+        assembly,
+        solve,
+        warnings: Vec::new(),
+    })
+}
+
+/// Matrix-free CG/PCG on the constrained operator.
+pub(super) fn matrix_free<T: Real, P: Physics<T>>(
+    case: &SolveCase<'_>,
+    op: &FormOperator<T, P>,
+) -> Result<Outcome, PipelineError> {
+    let t = Instant::now();
+    case.progress.stage("right-hand side and boundary lifting");
+    let constrained = &case.problem.dirichlet_dofs;
+    let b = correction_rhs(op, case.problem, &case.neumann::<T>()?)?;
+    let cop = ConstrainedOperator::new(op.linearize(&[]), constrained)?;
+    let label = case.solver.name();
+    let counted = Counted {
+        op: &cop,
+        progress: case.progress,
+        label,
+        applies: AtomicUsize::new(0),
+    };
+    let preconditioned = matches!(case.solver, SolverKind::Pcg | SolverKind::Gmres);
+    let space = if preconditioned {
+        case.progress.stage("Jacobi diagonal");
+        let diag = cop.diagonal().unwrap_or_default();
+        CpuSpace::with_jacobi(&counted, &diag)?
+    } else {
+        CpuSpace::new(&counted)?
+    };
+    let assembly = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let opts = KrylovOptions {
+        rtol: case.settings.rtol(),
+        max_iter: case.settings.max_iter,
+        ..KrylovOptions::default()
+    };
+    // the correction w = u − g̃ from w = 0: the constrained rows carry no right-hand side
+    let mut x = vec![T::zero(); b.len()];
+    let result = match case.solver {
+        SolverKind::Gmres => gmres(
+            &space,
+            &b,
+            &mut x,
+            &opts,
+            &GmresOptions {
+                restart: GMRES_RESTART,
+                ..GmresOptions::default()
+            },
+        ),
+        SolverKind::Pcg => pcg(&space, &b, &mut x, &opts),
+        _ => cg(&space, &b, &mut x, &opts),
+    };
+    let mut warnings = Vec::new();
+    let stats = accept_accuracy_limit(result, &mut warnings)?;
+    let solve = t.elapsed().as_secs_f64();
+    let mut u = to_f64(&x);
+    add_boundary_values(&mut u, constrained, &case.problem.boundary_values)?;
+    Ok(Outcome {
+        u,
+        method: format!(
+            "matrix-free Jacobian action, {}{}",
+            if preconditioned {
+                "Jacobi preconditioner"
+            } else {
+                "no preconditioner"
+            },
+            if case.solver == SolverKind::Gmres {
+                format!(" (right), GMRES({GMRES_RESTART})")
+            } else {
+                String::new()
+            }
+        ),
+        iterations: stats.iterations,
+        newton: None,
+        residual: ResidualReport::of_krylov(&stats),
+        setup: 0.0,
+        assembly,
+        solve,
+        warnings,
+    })
+}

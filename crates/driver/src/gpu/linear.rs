@@ -1,0 +1,373 @@
+//! The GPU's linear solves, every Krylov vector on the device: CG, Jacobi-PCG or
+//! Jacobi-GMRES. The operator is the bake-off diffusion kernel on hexahedra (Poisson) or the
+//! residual kernel of the problem's physics on triangles and tetrahedra; the right-hand side
+//! (forcing, boundary lifting, Neumann load) comes from the CPU form operator once, and
+//! Dirichlet rows are identity rows on the device. The Jacobi diagonal is computed
+//! matrix-free on the device for the bake-off kernel ([`GpuBp::diagonal`]) and by the CPU
+//! form operator for the residual kernels.
+
+use crate::pipeline_error::PipelineError;
+use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
+use crate::problem::{Coefficient, Problem, ProblemKind};
+use crate::progress::Progress;
+use crate::report::ResidualReport;
+use crate::seam::Outcome;
+use crate::settings::{SolveSettings, SolverKind};
+use crate::terms::{correction_rhs, to_real};
+use ferrofem_base::{CellType, Real};
+use ferrofem_cuda::blas::GpuBlas;
+use ferrofem_cuda::bp::{BpPlan, DeviceClass, GpuBp};
+use ferrofem_cuda::krylov::{Constrained, GpuKrylov, GpuLinearOperator};
+use ferrofem_cuda::residual::{Aux, GpuResidual, ResidualConfig};
+use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
+use ferrofem_mesh::Mesh;
+use ferrofem_operator::tensor::TensorKind;
+use ferrofem_operator::{add_boundary_values, FormOperator};
+use ferrofem_physics::{Elasticity, Physics, Poisson, PoissonVarCoef};
+use ferrofem_solver::{cg, gmres, pcg, GmresOptions, SolveOptions};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Solves the linear problem on `dev` (see the module documentation).
+pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
+    mesh: &Mesh,
+    problem: &Problem,
+    settings: &SolveSettings,
+    solver: SolverKind,
+    op: &FormOperator<T, P>,
+    progress: &Progress,
+    dev: &Arc<GpuDevice>,
+) -> Result<Outcome, PipelineError> {
+    if solver == SolverKind::Direct {
+        return Err(PipelineError::NoGpuPath(
+            "--solver direct runs on the CPU; use --solver pcg, cg or gmres with --backend cuda"
+                .into(),
+        ));
+    }
+    let t = Instant::now();
+    // the device computes the bake-off kernel's diagonal itself: the CPU's only where the
+    // residual kernels run a Jacobi-preconditioned solve
+    let cpu_diagonal = needs_jacobi(solver) && !uses_bp_kernel(mesh, problem);
+    progress.stage(if cpu_diagonal {
+        "right-hand side, boundary lifting and Jacobi diagonal (CPU)"
+    } else {
+        "right-hand side and boundary lifting (CPU)"
+    });
+    let constrained = &problem.dirichlet_dofs;
+    // the correction w = u − g̃, zero on the constrained dofs, from w = 0
+    let neumann: Vec<T> = to_real(&problem.neumann_load(mesh)?);
+    let b = correction_rhs(op, problem, &neumann)?;
+    let d64: Option<Vec<f64>> = cpu_diagonal.then(|| {
+        let mut diag = op.diagonal(&[]);
+        for &d in constrained {
+            diag[d as usize] = T::one();
+        }
+        diag.iter().map(|x| x.as_f64()).collect()
+    });
+    let b64: Vec<f64> = b.iter().map(|x| x.as_f64()).collect();
+    let host = t.elapsed().as_secs_f64();
+    let mut warnings = Vec::new();
+    let (w, stats, method, build, solve_s) = match T::NAME {
+        "f32" => run::<f32>(
+            mesh,
+            problem,
+            settings,
+            solver,
+            op.rule(),
+            &b64,
+            d64.as_deref(),
+            progress,
+            dev,
+            &mut warnings,
+        )?,
+        _ => run::<f64>(
+            mesh,
+            problem,
+            settings,
+            solver,
+            op.rule(),
+            &b64,
+            d64.as_deref(),
+            progress,
+            dev,
+            &mut warnings,
+        )?,
+    };
+    let mut u = w;
+    add_boundary_values(&mut u, constrained, &problem.boundary_values)?;
+    Ok(Outcome {
+        u,
+        method,
+        iterations: stats.iterations,
+        newton: None,
+        residual: ResidualReport::of_krylov(&stats),
+        setup: 0.0,
+        assembly: host + build,
+        solve: solve_s,
+        warnings,
+    })
+}
+
+/// Whether `solver` is preconditioned by Jacobi (and so needs the operator's diagonal).
+fn needs_jacobi(solver: SolverKind) -> bool {
+    matches!(solver, SolverKind::Pcg | SolverKind::Gmres)
+}
+
+/// Whether the GPU solve of `problem` runs the bake-off diffusion kernel (Poisson on
+/// hexahedra), whose diagonal the device computes; otherwise the residual kernels.
+fn uses_bp_kernel(mesh: &Mesh, problem: &Problem) -> bool {
+    mesh.cell_type() == CellType::Hexahedron && problem.options.kind == ProblemKind::Poisson
+}
+
+/// Solution correction, Krylov statistics, method description, build and solve seconds.
+type GpuRun = (Vec<f64>, ferrofem_solver::SolveStats, String, f64, f64);
+
+/// `diag`: the CPU's Jacobi diagonal (one on the constrained rows) where the device does
+/// not compute it (the residual kernels with a Jacobi-preconditioned `solver`).
+fn run<G: GpuReal>(
+    mesh: &Mesh,
+    problem: &Problem,
+    settings: &SolveSettings,
+    solver: SolverKind,
+    rule: &ferrofem_fe::QuadratureRule,
+    b: &[f64],
+    diag: Option<&[f64]>,
+    progress: &Progress,
+    dev: &Arc<GpuDevice>,
+    warnings: &mut Vec<String>,
+) -> Result<GpuRun, PipelineError> {
+    let t = Instant::now();
+    progress.stage(if needs_jacobi(solver) && uses_bp_kernel(mesh, problem) {
+        "building the GPU operator and its Jacobi diagonal (kernels compiled or loaded from the cache)"
+    } else {
+        "building the GPU operator (kernels compiled or loaded from the cache)"
+    });
+    let blas = GpuBlas::<G>::new(dev)?;
+    let space = &problem.space;
+    let ct = mesh.cell_type();
+    let o = &problem.options;
+    let dim = mesh.dim();
+    let conv = |v: &[f64]| v.iter().map(|&x| G::of(x)).collect::<Vec<G>>();
+    // one per solve, on the stack for its duration: the variants' sizes do not matter
+    #[allow(clippy::large_enum_variant)]
+    enum Op<G: GpuReal> {
+        Bp(GpuBp<G>),
+        Res(GpuResidual<G>),
+    }
+    // where the GPU operator numbers the nodes differently: new_of[old]
+    let mut renumbered: Option<Vec<u32>> = None;
+    let (gop, scale, label) = if uses_bp_kernel(mesh, problem) {
+        let q1d = rule.rule_1d.as_ref().map(|r| r.len());
+        // the benchmarks' fastest kernel and geometry for this order, on the numbering they
+        // were measured on (interior-last: the solve carries its vectors there and back);
+        // the register caps were measured for p + 2 points, so other rules run uncapped
+        let p = space.order();
+        let (bp, plan) = BpPlan::fastest(
+            &DeviceClass::of(dev),
+            TensorKind::Diffusion { alpha: 0.0 },
+            q1d,
+            p,
+        );
+        let numbered = plan.number(space)?;
+        let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
+        renumbered = numbered.new_of().map(<[u32]>::to_vec);
+        (Op::Bp(op), o.kappa, "BP3 sum-factorised diffusion kernel")
+    } else if ct.is_simplex() {
+        let cuda = match o.kind {
+            ProblemKind::Poisson => Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?),
+            ProblemKind::PoissonVarcoef => Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?),
+            ProblemKind::Elasticity => {
+                Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
+            }
+            ProblemKind::Nonlinear => unreachable!("checked linear"),
+        };
+        // the GPU kernel reads a nodal coefficient in the solution's scalar space
+        let scalar = space.with_ncomp(1)?;
+        let nodal: Vec<f64>;
+        let aux = match &problem.coefficient {
+            None => Aux::None,
+            Some(Coefficient::Cellwise(v)) => Aux::Cellwise(v),
+            Some(Coefficient::Nodal { space: cs, values }) => {
+                if cs.num_nodes() == scalar.num_nodes() && cs.order() == scalar.order() {
+                    Aux::Nodal(values)
+                } else if cs.order() <= scalar.order() {
+                    // the same field, represented exactly in the solution's space (P_k ⊂ P_p)
+                    nodal = represent_in(cs, values, &scalar)?;
+                    Aux::Nodal(&nodal)
+                } else {
+                    return Err(PipelineError::NoGpuPath(format!(
+                        "the GPU kernel reads the coefficient in the solution's space; a P{} coefficient does not fit P{}",
+                        cs.order(),
+                        scalar.order()
+                    )));
+                }
+            }
+        };
+        let r = GpuResidual::<G>::new(
+            dev,
+            mesh,
+            space,
+            &cuda,
+            rule,
+            aux,
+            ResidualConfig::new(),
+            false,
+        )?;
+        (Op::Res(r), 1.0, "thread-transposition residual kernel")
+    } else {
+        return Err(PipelineError::NoGpuPath(format!(
+            "the GPU solve covers Poisson on hexahedra and linear problems on triangles and tetrahedra, not {} on {}",
+            o.kind.name(),
+            ct
+        )));
+    };
+    // the right-hand side and the constrained dofs in the operator's numbering
+    let (bd, dofs) = match &renumbered {
+        Some(new_of) => {
+            let forward = |v: &[f64]| {
+                let mut out = vec![0.0; v.len()];
+                for (old, &x) in v.iter().enumerate() {
+                    out[new_of[old] as usize] = x;
+                }
+                conv(&out)
+            };
+            let dofs: Vec<u32> = problem
+                .dirichlet_dofs
+                .iter()
+                .map(|&d| new_of[d as usize])
+                .collect();
+            (forward(b), dofs)
+        }
+        None => (conv(b), problem.dirichlet_dofs.clone()),
+    };
+    let dofs = &dofs;
+    // the BP kernel integrates ∫∇v·∇u; the problem's operator is κ times that
+    let s = G::of(scale);
+    // the Jacobi diagonal on the device, in the operator's numbering, one on the constrained
+    // rows: the bake-off kernel's own (matrix-free, on the device, scaled like the operator),
+    // or the CPU's (the residual kernels: their numbering is the problem's)
+    let dd: Option<DeviceVec<G>> = match (&gop, diag) {
+        _ if !needs_jacobi(solver) => None,
+        (Op::Bp(op), _) => {
+            let mut d = op.diagonal()?;
+            if s != G::one() {
+                blas.scale(s, &mut d)?;
+            }
+            if !dofs.is_empty() {
+                let idx = DeviceVec::from_host(dev, dofs, "Dirichlet dofs")?;
+                blas.set_indices(&mut d, &idx, G::one())?;
+            }
+            Some(d)
+        }
+        (Op::Res(_), Some(h)) => Some(DeviceVec::from_host(dev, &conv(h), "Jacobi diagonal")?),
+        (Op::Res(_), None) => {
+            return Err(PipelineError::NoGpuPath(
+                "the residual kernels' Jacobi preconditioner needs the CPU diagonal".into(),
+            ))
+        }
+    };
+    let db = DeviceVec::from_host(dev, &bd, "right-hand side")?;
+    let mut dx = DeviceVec::<G>::zeros(dev, b.len(), "solution")?;
+    let opts = SolveOptions {
+        rtol: settings.rtol(),
+        max_iter: settings.max_iter,
+        ..SolveOptions::default()
+    };
+    dev.synchronize()?;
+    let build = t.elapsed().as_secs_f64();
+    progress.stage("solving on the GPU");
+    let t = Instant::now();
+    fn krylov<G: GpuReal, A: GpuLinearOperator<G>>(
+        op: &A,
+        blas: &GpuBlas<G>,
+        dofs: &[u32],
+        s: G,
+        diag: Option<DeviceVec<G>>,
+        solver: SolverKind,
+        b: &DeviceVec<G>,
+        x: &mut DeviceVec<G>,
+        opts: &SolveOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<ferrofem_solver::SolveStats, PipelineError> {
+        let c = Constrained::new(op, blas, dofs, s)?;
+        let jacobi = |diag: Option<DeviceVec<G>>| {
+            let d = diag.ok_or_else(|| {
+                PipelineError::NoGpuPath("Jacobi preconditioning without a diagonal".into())
+            })?;
+            GpuKrylov::with_jacobi_device(&c, blas, d).map_err(PipelineError::Gpu)
+        };
+        let result = match solver {
+            SolverKind::Pcg => {
+                let space = jacobi(diag)?;
+                pcg(&space, b, x, opts)
+            }
+            SolverKind::Gmres => {
+                let space = jacobi(diag)?;
+                let g = GmresOptions {
+                    restart: GMRES_RESTART,
+                    ..GmresOptions::default()
+                };
+                gmres(&space, b, x, opts, &g)
+            }
+            _ => {
+                let space = GpuKrylov::new(&c, blas);
+                cg(&space, b, x, opts)
+            }
+        };
+        Ok(accept_accuracy_limit(result, warnings)?)
+    }
+    let stats = match &gop {
+        Op::Bp(op) => krylov(
+            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+        )?,
+        Op::Res(op) => krylov(
+            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+        )?,
+    };
+    dev.synchronize()?;
+    let solve_s = t.elapsed().as_secs_f64();
+    let mut w: Vec<f64> = dx.to_host()?.iter().map(|x| x.as_f64()).collect();
+    if let Some(new_of) = &renumbered {
+        w = new_of.iter().map(|&n| w[n as usize]).collect();
+    }
+    let diag_where = match gop {
+        Op::Bp(_) => "diagonal computed on the device",
+        Op::Res(_) => "diagonal from the CPU",
+    };
+    let method = format!(
+        "GPU ({}): {label}, {}, every vector on the device",
+        dev.name(),
+        match solver {
+            SolverKind::Pcg => format!("Jacobi-PCG ({diag_where})"),
+            SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi ({diag_where})"),
+            _ => "CG".to_string(),
+        }
+    );
+    Ok((w, stats, method, build, solve_s))
+}
+
+/// The nodal values, in `to` (a scalar space on the same mesh of order ≥ `from`'s), of the
+/// field with nodal values `values` in `from`: each cell's interpolant evaluated at `to`'s
+/// nodes (exact, since `from`'s polynomials lie in `to`'s).
+fn represent_in(
+    from: &ferrofem_space::H1Space,
+    values: &[f64],
+    to: &ferrofem_space::H1Space,
+) -> Result<Vec<f64>, PipelineError> {
+    let tab = from
+        .element()
+        .tabulate(to.element().nodes())
+        .map_err(|e| PipelineError::NoGpuPath(e.to_string()))?;
+    let (rf, rt) = (from.restriction(), to.restriction());
+    let nbf = rf.elem_size();
+    let mut out = vec![0.0; to.num_nodes()];
+    for c in 0..rt.num_elem() {
+        let ef = rf.elem(c);
+        for (i, &n) in rt.elem(c).iter().enumerate() {
+            out[n as usize] = (0..nbf)
+                .map(|b| tab.values[i * nbf + b] * values[ef[b] as usize])
+                .sum();
+        }
+    }
+    Ok(out)
+}

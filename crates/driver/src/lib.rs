@@ -1,0 +1,53 @@
+//! The ferrofem driver: problem set-up and the solve and assemble pipelines, callable from
+//! the `ferrofem` command, from tests and from other programs, with where they run chosen
+//! behind one backend seam.
+//!
+//! - [`problem`]: a manufactured problem on a mesh (space, Dirichlet/natural boundary
+//!   split, coefficient field) and its pointwise operator.
+//! - [`settings`]: how to solve (precision, solver, tolerances); [`report`]: what a solve
+//!   reports (timings, residuals, Newton's history, errors) and the [`Solution`].
+//! - [`backend`]: choosing the backend (`auto`, `cpu`, `cuda`) and when `auto` falls back
+//!   to the CPU.
+//! - [`solve`]: the one solve pipeline; it hands the problem's operator to the CPU backend
+//!   or, with the `cuda` feature, the GPU backend through the seam (`SolveBackend`), and
+//!   measures the error against the manufactured solution. [`output`] writes the solution
+//!   for ParaView.
+//! - [`linear_system`]: the assembled system (what the CPU's direct solve factors);
+//!   [`export`]: its assembly for `ferrofem assemble` and its files (Matrix Market, dof
+//!   table).
+//! - [`progress`]: the progress spinner of long runs.
+//! - [`pipeline_error`]: the one error type of all of the above, GPU failures typed.
+//!
+//! Module dependencies run one way: the CPU backend, the GPU backend and the export each
+//! build on the shared modules (settings, reports, solver policy, residual terms, the
+//! seam) and never on one another; only the pipeline knows every backend.
+
+pub mod backend;
+mod cpu;
+pub mod export;
+#[cfg(feature = "cuda")]
+mod gpu;
+pub mod linear_system;
+pub mod output;
+pub mod pipeline_error;
+mod policy;
+pub mod problem;
+pub mod progress;
+pub mod report;
+mod seam;
+pub mod settings;
+pub mod solve;
+mod terms;
+
+#[cfg(feature = "cuda")]
+pub use backend::falls_back;
+pub use backend::{fallback_reason, select, Backend, BackendArg};
+pub use export::assemble_problem;
+pub use linear_system::{BcMode, LinearSystem};
+pub use output::write_solution_vtu;
+pub use pipeline_error::PipelineError;
+pub use problem::{CoefField, DirichletSpec, Problem, ProblemKind, ProblemOptions};
+pub use progress::Progress;
+pub use report::{ErrorReport, NewtonReport, ResidualReport, Solution, SolveReport, Timings};
+pub use settings::{Precision, SolveSettings, SolverKind};
+pub use solve::{solve, solve_with_fallback};

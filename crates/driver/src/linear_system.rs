@@ -1,0 +1,82 @@
+//! The assembled linear system of a problem: the matrix and right-hand side that the CPU's
+//! direct solve factors and that `ferrofem assemble` exports ([`crate::export`]).
+//!
+//! The system is the (Jacobian) matrix `J(u₀)` with right-hand side `−R(u₀)` of the full
+//! residual `R(u) = r(u) − N` (`r` the form's residual, `N` the natural-boundary load), at:
+//!
+//! - `--bc dirichlet`: `u₀ = g̃` (exact solution on the constrained dofs, zero elsewhere),
+//!   constrained dofs eliminated (Cecka et al. 2011, §3.3): `J_ff x = −R_f(g̃)`. For a
+//!   linear problem `x` is the solution on the free dofs (`−R_f(g̃) = F_f + N_f − K_fc g`);
+//!   for the nonlinear one it is the first Newton correction from `g̃`.
+//! - `--bc none`: all dofs are unknowns; linear problems give `K u = F + N` (`u₀ = 0`), the
+//!   nonlinear one `J(g̃) δ = −R(g̃)` (the Newton step from the same start).
+
+use crate::pipeline_error::PipelineError;
+use crate::problem::Problem;
+use crate::terms::{full_residual, to_real};
+use clap::ValueEnum;
+use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
+use ferrofem_base::{CsrMatrix, Real};
+use ferrofem_operator::{ElementMatrices, FormOperator};
+use ferrofem_physics::Physics;
+use serde::Serialize;
+
+/// How Dirichlet conditions enter an exported system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BcMode {
+    /// No boundary conditions: the full (singular for pure Neumann) matrix on all dofs.
+    None,
+    /// Dirichlet dofs eliminated: the reduced system on the free dofs.
+    Dirichlet,
+}
+
+/// An assembled system on the unknowns of its dof map.
+#[derive(Clone, Debug)]
+pub struct LinearSystem<T> {
+    /// `J_ff` (or the full `J` without elimination).
+    pub matrix: CsrMatrix<T>,
+    /// The right-hand side on the same unknowns.
+    pub rhs: Vec<T>,
+    /// Free/constrained split (no constrained dofs for [`BcMode::None`]).
+    pub dof_map: DofMap,
+    /// True when the matrix is symmetric (written as symmetric Matrix Market).
+    pub symmetric: bool,
+}
+
+/// Assembles the system described in the module documentation for the operator `op` of
+/// `problem`, with the natural-boundary load `neumann` (full L-vector in `T`).
+pub(crate) fn assemble_system_of<T: Real, P: Physics<T>>(
+    op: &FormOperator<T, P>,
+    problem: &Problem,
+    neumann: &[T],
+    bc: BcMode,
+) -> Result<LinearSystem<T>, PipelineError> {
+    let n = problem.num_dofs();
+    let g: Vec<T> = to_real(&problem.boundary_values);
+    let dof_map = match bc {
+        BcMode::Dirichlet => DofMap::new(n, &problem.dirichlet_dofs)?,
+        BcMode::None => DofMap::unconstrained(n)?,
+    };
+    let u0: Vec<T> = if bc == BcMode::None && problem.is_linear() {
+        vec![T::zero(); n]
+    } else {
+        g
+    };
+    let mut r = vec![T::zero(); n];
+    full_residual(op, neumann, &u0, &mut r);
+    let rhs: Vec<T> = dof_map.free().iter().map(|&d| -r[d as usize]).collect();
+    let plan = AssemblyPlan::new(op.restriction(), Some(&dof_map))?;
+    let state = if problem.is_linear() {
+        None
+    } else {
+        Some(&u0[..])
+    };
+    let matrix = plan.assemble_matrix(op, state, Strategy::default())?;
+    Ok(LinearSystem {
+        matrix,
+        rhs,
+        dof_map,
+        symmetric: problem.is_symmetric(),
+    })
+}

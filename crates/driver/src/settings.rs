@@ -1,0 +1,101 @@
+//! How to solve, independently of the problem: the precision, the linear solver and its
+//! tolerances. Both backends and the linear-system export read these.
+
+use crate::backend::Backend;
+use crate::problem::ProblemKind;
+use clap::ValueEnum;
+use serde::Serialize;
+
+/// Floating-point precision of the operator, vectors and solver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Double precision (the default for solves).
+    F64,
+    /// Single precision (the direct factorisation itself runs in f64).
+    F32,
+}
+
+impl Precision {
+    /// `"f64"` or `"f32"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
+        }
+    }
+}
+
+/// The linear solver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SolverKind {
+    /// Conjugate gradients, matrix-free.
+    Cg,
+    /// Jacobi-preconditioned conjugate gradients, matrix-free.
+    Pcg,
+    /// Assembled sparse matrix, factored by faer (Cholesky or LU).
+    Direct,
+    /// Restarted GMRES(30), matrix-free, right-preconditioned by Jacobi: for nonsymmetric
+    /// systems (the nonlinear problem's Newton steps, and on the GPU its only solver).
+    Gmres,
+}
+
+impl SolverKind {
+    /// `"cg"`, `"pcg"`, `"direct"` or `"gmres"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Cg => "cg",
+            SolverKind::Pcg => "pcg",
+            SolverKind::Direct => "direct",
+            SolverKind::Gmres => "gmres",
+        }
+    }
+}
+
+/// How to solve (independent of the problem and of where it runs).
+#[derive(Clone, Debug)]
+pub struct SolveSettings {
+    /// The linear solver; `None` picks [`SolveSettings::solver_for`]'s default.
+    pub solver: Option<SolverKind>,
+    /// Precision of operator and vectors.
+    pub precision: Precision,
+    /// Relative tolerance of the Krylov solve or of Newton (`None`: 1e-10 in f64, 1e-5
+    /// in f32).
+    pub rtol: Option<f64>,
+    /// Iteration limit of the Krylov solve.
+    pub max_iter: usize,
+}
+
+impl Default for SolveSettings {
+    /// Default solver, f64, default tolerance, 10 000 iterations.
+    fn default() -> Self {
+        SolveSettings {
+            solver: None,
+            precision: Precision::F64,
+            rtol: None,
+            max_iter: 10_000,
+        }
+    }
+}
+
+impl SolveSettings {
+    /// The solver to use for `kind` on `backend`: the one asked for, else, for the
+    /// nonlinear problem (whose Jacobian is not symmetric), `direct` on the CPU and `gmres`
+    /// on a GPU, and `pcg` for the others.
+    pub fn solver_for(&self, kind: ProblemKind, backend: &Backend) -> SolverKind {
+        self.solver.unwrap_or(match kind {
+            ProblemKind::Nonlinear if backend.is_gpu() => SolverKind::Gmres,
+            ProblemKind::Nonlinear => SolverKind::Direct,
+            _ => SolverKind::Pcg,
+        })
+    }
+
+    /// The relative tolerance in effect.
+    pub fn rtol(&self) -> f64 {
+        self.rtol.unwrap_or(match self.precision {
+            Precision::F64 => 1e-10,
+            Precision::F32 => 1e-5,
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! The solve pipeline of `ferrofem solve`: set up a [`Problem`], build its pointwise
+//! operator, solve it on the selected backend, and measure the error against the
+//! manufactured solution.
+//!
+//! The pipeline is one for every backend: it picks the solver
+//! ([`SolveSettings::solver_for`]), refuses CG/PCG for the nonlinear problem, lets the
+//! backend refuse what it cannot do before anything is built, sets up the problem and its
+//! operator in the requested precision, hands the operator to the backend's linear or
+//! nonlinear solve through the seam ([`crate::seam`]), and reports. Which backend runs is
+//! decided in one place: [`solve`]'s match on [`Backend`]. [`solve_with_fallback`] adds
+//! `--backend auto`'s policy ([`crate::backend`]): a GPU attempt that finds no GPU path for
+//! the case, or no usable GPU, runs again on the CPU; every other error is returned.
+
+use crate::backend::{fallback_reason, Backend, BackendArg};
+use crate::cpu::CpuBackend;
+#[cfg(feature = "cuda")]
+use crate::gpu::GpuBackend;
+use crate::pipeline_error::PipelineError;
+use crate::policy::tolerance_warning;
+use crate::problem::{FormVisitor, Problem, ProblemKind, ProblemOptions};
+use crate::progress::Progress;
+use crate::report::{ErrorReport, Solution, SolveReport, Timings};
+use crate::seam::{Outcome, SolveBackend, SolveCase};
+use crate::settings::{Precision, SolveSettings, SolverKind};
+use ferrofem_base::Real;
+use ferrofem_mesh::Mesh;
+use ferrofem_operator::{errors, FormOperator};
+use ferrofem_physics::Physics;
+use std::time::Instant;
+
+/// Sets up `options` on `mesh` and solves it with `settings` on `backend`, which it never
+/// leaves (see [`solve_with_fallback`] for `--backend auto`); see the module documentation.
+pub fn solve(
+    mesh: &Mesh,
+    options: &ProblemOptions,
+    settings: &SolveSettings,
+    backend: &Backend,
+    progress: &Progress,
+) -> Result<Solution, PipelineError> {
+    let solver = settings.solver_for(options.kind, backend);
+    match backend {
+        Backend::Cpu { .. } => solve_on(&CpuBackend, mesh, options, settings, solver, progress),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda(dev) => solve_on(
+            &GpuBackend::new(dev),
+            mesh,
+            options,
+            settings,
+            solver,
+            progress,
+        ),
+    }
+}
+
+/// [`solve`] on `backend`, which [`select`](crate::select) chose for `requested`, with
+/// `--backend auto`'s fallback: when `requested` is `auto` and the GPU attempt fails
+/// because the case has no GPU path or no GPU is usable
+/// ([`fallback_reason`](crate::fallback_reason)), the problem is solved again on the CPU,
+/// and the returned backend (the one that produced the solution) carries the reason for
+/// the note. Every other error, a GPU failure included, is returned as it is.
+pub fn solve_with_fallback(
+    mesh: &Mesh,
+    options: &ProblemOptions,
+    settings: &SolveSettings,
+    requested: BackendArg,
+    backend: Backend,
+    progress: &Progress,
+) -> Result<(Solution, Backend), PipelineError> {
+    match solve(mesh, options, settings, &backend, progress) {
+        Err(e) if requested == BackendArg::Auto && backend.is_gpu() => {
+            let Some(why) = fallback_reason(&e) else {
+                return Err(e);
+            };
+            let cpu = Backend::Cpu {
+                fallback_reason: Some(why),
+            };
+            let solution = solve(mesh, options, settings, &cpu, progress)?;
+            Ok((solution, cpu))
+        }
+        result => result.map(|solution| (solution, backend)),
+    }
+}
+
+/// The pipeline on `backend`: refusals, problem set-up, the backend's solve, errors and
+/// report.
+fn solve_on<B: SolveBackend>(
+    backend: &B,
+    mesh: &Mesh,
+    options: &ProblemOptions,
+    settings: &SolveSettings,
+    solver: SolverKind,
+    progress: &Progress,
+) -> Result<Solution, PipelineError> {
+    let start = Instant::now();
+    if options.kind == ProblemKind::Nonlinear && matches!(solver, SolverKind::Cg | SolverKind::Pcg)
+    {
+        return Err(PipelineError::Unsupported(format!(
+            "--solver {} is not available for the nonlinear problem: its Jacobian is not \
+             symmetric (the g2 = 2u∇u block), so CG does not apply; use --solver direct (the \
+             CPU default for this problem) or --solver gmres",
+            solver.name()
+        )));
+    }
+    backend.preflight(mesh, options, solver)?;
+    progress.stage("setting up the space and boundary conditions");
+    let problem = Problem::new(mesh, options)?;
+    progress.stage("building the operator (geometry, tabulation)");
+    let visitor = SolveVisitor {
+        backend,
+        mesh,
+        problem: &problem,
+        settings,
+        solver,
+        progress,
+        start,
+    };
+    let outcome = match settings.precision {
+        Precision::F64 => problem.visit_form::<f64, _>(mesh, visitor)?,
+        Precision::F32 => problem.visit_form::<f32, _>(mesh, visitor)?,
+    };
+    progress.stage("computing the errors");
+    let t = Instant::now();
+    let m = problem.manufactured;
+    let e = errors(
+        mesh,
+        &problem.space,
+        &outcome.u,
+        |x, out| m.exact(x, out),
+        |x, out| m.exact_grad(x, out),
+        None,
+    )?;
+    let errors_time = t.elapsed().as_secs_f64();
+    let timings = Timings {
+        setup: outcome.setup,
+        assembly: outcome.assembly,
+        solve: outcome.solve,
+        errors: errors_time,
+        total: start.elapsed().as_secs_f64(),
+        ..Timings::default()
+    };
+    let report = SolveReport {
+        problem: options.kind.name(),
+        order: options.order,
+        precision: settings.precision.name(),
+        cell_type: mesh.cell_type().name(),
+        cells: mesh.num_cells(),
+        vertices: mesh.num_vertices(),
+        dofs: problem.num_dofs(),
+        free_dofs: problem.num_dofs() - problem.dirichlet_dofs.len(),
+        dirichlet: problem.dirichlet_description(),
+        natural_facets: problem.natural_facets.len(),
+        solver: solver.name(),
+        method: outcome.method,
+        iterations: outcome.iterations,
+        newton: outcome.newton,
+        residual: outcome.residual,
+        timings,
+        errors: ErrorReport {
+            l2: e.l2,
+            l2_rel: e.l2_rel,
+            h1: e.h1_semi,
+            h1_rel: e.h1_rel,
+        },
+        warnings: outcome.warnings,
+    };
+    Ok(Solution {
+        problem,
+        u: outcome.u,
+        report,
+    })
+}
+
+/// The precision- and physics-generic part of the pipeline: the operator goes to the
+/// backend's linear or nonlinear solve.
+struct SolveVisitor<'a, B> {
+    backend: &'a B,
+    mesh: &'a Mesh,
+    problem: &'a Problem,
+    settings: &'a SolveSettings,
+    solver: SolverKind,
+    progress: &'a Progress,
+    start: Instant,
+}
+
+impl<T: Real, B: SolveBackend> FormVisitor<T> for SolveVisitor<'_, B> {
+    type Output = Outcome;
+    fn visit<P: Physics<T>>(self, op: FormOperator<T, P>) -> Result<Outcome, PipelineError> {
+        let setup = self.start.elapsed().as_secs_f64();
+        let warning = (self.solver != SolverKind::Direct || !self.problem.is_linear())
+            .then(|| tolerance_warning::<T>(self.settings.rtol()))
+            .flatten();
+        let case = SolveCase {
+            mesh: self.mesh,
+            problem: self.problem,
+            settings: self.settings,
+            solver: self.solver,
+            progress: self.progress,
+        };
+        let mut out = if self.problem.is_linear() {
+            self.backend.linear(&case, &op)?
+        } else {
+            self.backend.nonlinear(&case, &op)?
+        };
+        out.setup = setup;
+        out.warnings.splice(0..0, warning);
+        Ok(out)
+    }
+}
