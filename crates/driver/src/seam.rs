@@ -50,6 +50,7 @@ pub(crate) trait SolveBackend {
 }
 
 /// Everything a backend's solve needs besides the operator.
+#[derive(Clone, Copy)]
 pub(crate) struct SolveCase<'a> {
     /// The mesh the problem lives on.
     pub(crate) mesh: &'a Mesh,

@@ -11,7 +11,7 @@ use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
 use crate::problem::{Coefficient, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::report::ResidualReport;
-use crate::seam::Outcome;
+use crate::seam::{Outcome, SolveCase};
 use crate::settings::{SolveSettings, SolverKind};
 use crate::terms::{correction_rhs, to_real};
 use ferrofem_base::{CellType, Real};
@@ -30,14 +30,17 @@ use std::time::Instant;
 
 /// Solves the linear problem on `dev` (see the module documentation).
 pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
-    mesh: &Mesh,
-    problem: &Problem,
-    settings: &SolveSettings,
-    solver: SolverKind,
+    case: &SolveCase<'_>,
     op: &FormOperator<T, P>,
-    progress: &Progress,
     dev: &Arc<GpuDevice>,
 ) -> Result<Outcome, PipelineError> {
+    let SolveCase {
+        mesh,
+        problem,
+        settings,
+        solver,
+        progress,
+    } = *case;
     if solver == SolverKind::Direct {
         return Err(PipelineError::NoGpuPath(
             "--solver direct runs on the CPU; use --solver pcg, cg or gmres with --backend cuda"

@@ -40,16 +40,7 @@ impl SolveBackend for GpuBackend<'_> {
         case: &SolveCase<'_>,
         op: &FormOperator<T, P>,
     ) -> Result<Outcome, PipelineError> {
-        linear::linear_gpu(
-            case.mesh,
-            case.problem,
-            case.settings,
-            case.solver,
-            op,
-            case.progress,
-            self.dev,
-        )
-        .map_err(typed)
+        linear::linear_gpu(case, op, self.dev).map_err(typed)
     }
 
     fn nonlinear<T: Real, P: Physics<T>>(
@@ -57,16 +48,7 @@ impl SolveBackend for GpuBackend<'_> {
         case: &SolveCase<'_>,
         op: &FormOperator<T, P>,
     ) -> Result<Outcome, PipelineError> {
-        newton::nonlinear_gpu(
-            case.mesh,
-            case.problem,
-            case.settings,
-            case.solver,
-            op,
-            case.progress,
-            self.dev,
-        )
-        .map_err(typed)
+        newton::nonlinear_gpu(case, op, self.dev).map_err(typed)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::pipeline_error::PipelineError;
 use crate::policy::{newton_forcing, GMRES_RESTART};
 use crate::problem::Problem;
 use crate::progress::Progress;
-use crate::seam::{newton_outcome, Outcome};
+use crate::seam::{newton_outcome, Outcome, SolveCase};
 use crate::settings::{SolveSettings, SolverKind};
 use ferrofem_base::Real;
 use ferrofem_cuda::blas::GpuBlas;
@@ -48,14 +48,17 @@ use std::time::{Duration, Instant};
 ///   preconditioner, while a diagonal frozen at the first state saves under half of that.
 ///   A step whose diagonal has a non-positive entry goes unpreconditioned.
 pub(crate) fn nonlinear_gpu<T: Real, P: Physics<T>>(
-    mesh: &Mesh,
-    problem: &Problem,
-    settings: &SolveSettings,
-    solver: SolverKind,
+    case: &SolveCase<'_>,
     op: &FormOperator<T, P>,
-    progress: &Progress,
     dev: &Arc<GpuDevice>,
 ) -> Result<Outcome, PipelineError> {
+    let SolveCase {
+        mesh,
+        problem,
+        settings,
+        solver,
+        progress,
+    } = *case;
     if solver != SolverKind::Gmres {
         return Err(PipelineError::NoGpuPath(format!(
             "the nonlinear problem runs on the GPU by Newton–GMRES (--solver gmres, the default \
