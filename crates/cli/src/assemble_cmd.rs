@@ -44,7 +44,7 @@ struct Timings {
 
 #[derive(Serialize)]
 struct Record<'a> {
-    problem: &'static str,
+    problem: String,
     mesh: &'a MeshInfo,
     order: usize,
     precision: &'static str,
@@ -86,9 +86,9 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
     let output = t.elapsed().as_secs_f64();
     let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
     let rec = Record {
-        problem: problem.options.kind.name(),
+        problem: problem.name().to_string(),
         mesh: &info,
-        order: problem.options.order,
+        order: problem.order(),
         precision: a.problem.precision.name(),
         bc: a.bc,
         dofs: problem.num_dofs(),

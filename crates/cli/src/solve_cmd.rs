@@ -1,16 +1,28 @@
-//! `ferrofem solve`: solve a manufactured problem and report its error, timing and output.
+//! `ferrofem solve`: solve a problem file's model (`ferrofem solve problem.toml`: derived
+//! fields, boundary integrals, probes) or a manufactured problem (its error), and report
+//! timing and output.
 
 use crate::error::CliError;
+use crate::mesh_source::Loaded;
 use crate::problem_args::ProblemArgs;
 use clap::Args;
+use ferrofem_driver::file::Outputs;
+use ferrofem_driver::post::{
+    boundary_integrals, derived_fields, locate_probes, probe_values, write_probes_csv,
+    BoundaryIntegral, LocatedProbe,
+};
 use ferrofem_driver::{
-    select, solve_with_fallback, write_solution_vtu, BackendArg, Progress, SolveReport,
-    SolveSettings, SolverKind,
+    select, solve_problem_with_fallback, solve_with_fallback, write_solution_vtu, Backend,
+    BackendArg, ProblemFile, ProblemKind, Progress, Solution, SolveReport, SolveSettings,
+    SolverKind,
 };
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// The default iteration limit of the Krylov solve.
+const DEFAULT_MAX_ITER: usize = 10_000;
 
 /// Options of `ferrofem solve`.
 #[derive(Args, Debug)]
@@ -27,11 +39,11 @@ pub struct SolveArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = crate::problem_args::ranges::rtol)]
     rtol: Option<f64>,
     /// Iteration limit of the Krylov solve.
-    #[arg(long, default_value_t = 10_000, value_parser = crate::problem_args::ranges::usize_from(1))]
+    #[arg(long, default_value_t = DEFAULT_MAX_ITER, value_parser = crate::problem_args::ranges::usize_from(1))]
     max_iter: usize,
-    /// Where to run.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
+    /// Where to run (default: auto, or the problem file's `[solver] backend`).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
     /// Write the solution, the exact solution and the error to a VTU file for ParaView.
     #[arg(long, short, value_name = "FILE.vtu")]
     output: Option<PathBuf>,
@@ -49,14 +61,37 @@ struct Record<'a> {
     backend_note: Option<String>,
     #[serde(flatten)]
     report: &'a SolveReport,
+    /// Boundary integrals (problem files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    boundaries: Vec<BoundaryIntegral>,
+    /// Probe values (problem files): name, point, columns and values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    probes: Vec<ProbeRecord>,
     output: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probes_file: Option<String>,
 }
 
-/// Runs `ferrofem solve`.
+/// One probe point's values.
+#[derive(Serialize)]
+struct ProbeRecord {
+    name: String,
+    at: Vec<f64>,
+    values: Vec<(String, f64)>,
+}
+
+/// Runs `ferrofem solve`: a problem file when the positional FILE ends in `.toml`, else
+/// a manufactured problem.
 pub fn run(a: SolveArgs) -> Result<(), CliError> {
+    if let Some(path) = a.problem.source.file.clone() {
+        if path.extension().is_some_and(|e| e == "toml") {
+            return run_file(&path, a);
+        }
+    }
     let start = Instant::now();
+    let requested = a.backend.unwrap_or(BackendArg::Auto);
     // `cuda` without a usable GPU is refused before the mesh is loaded
-    let selected = select(a.backend)?;
+    let selected = select(requested)?;
     let progress = Progress::stderr(a.json);
     progress.stage("loading the mesh");
     let (loaded, info) = a.problem.load_mesh()?;
@@ -71,33 +106,190 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         &loaded.mesh,
         &a.problem.options(),
         &settings,
-        a.backend,
+        requested,
         selected,
         &progress,
     );
-    let (mut solution, used) = match result {
-        Ok(s) => s,
-        Err(e) => {
-            progress.finish();
-            return Err(e.into());
-        }
+    let (solution, used) = finish_on_error(result, &progress)?;
+    let outputs = Outputs {
+        vtu: a.output.clone(),
+        probes: None,
     };
-    let (backend, backend_note) = (used.name(), used.fallback_note());
-    if let Some(path) = &a.output {
-        progress.stage(format!("writing {}", path.display()));
-        let t = Instant::now();
-        let written = write_solution_vtu(path, &loaded.mesh, &solution);
-        solution.report.timings.output = t.elapsed().as_secs_f64();
-        if let Err(e) = written {
-            progress.finish();
-            return Err(e.into());
+    report(
+        &a,
+        &loaded,
+        &info.origin,
+        solution,
+        used,
+        &outputs,
+        &[],
+        start,
+        mesh_time,
+        &progress,
+    )
+}
+
+/// Stops the progress display before an error is returned.
+fn finish_on_error<T>(
+    result: Result<T, ferrofem_driver::PipelineError>,
+    progress: &Progress,
+) -> Result<T, CliError> {
+    result.map_err(|e| {
+        progress.finish();
+        e.into()
+    })
+}
+
+/// Refuses the manufactured problem's options next to a problem file (the file defines the
+/// problem); `--backend`, `--precision`-free options `--solver`, `--rtol`, `--max-iter`,
+/// `--output` and `--json` are allowed and override the file.
+fn check_file_options(a: &SolveArgs) -> Result<(), CliError> {
+    let p = &a.problem;
+    let mut given = Vec::new();
+    if p.source.box_spec.is_some() || p.mesh.is_some() {
+        given.push("--box/--mesh");
+    }
+    if p.source.refine != 0 {
+        given.push("--refine");
+    }
+    if p.problem != ProblemKind::Poisson {
+        given.push("--problem");
+    }
+    if p.order != 1 {
+        given.push("--order");
+    }
+    if p.dirichlet.is_some() {
+        given.push("--dirichlet");
+    }
+    if p.kappa != 1.0 || p.lambda != 1.0 || p.mu != 1.0 {
+        given.push("--kappa/--lambda/--mu");
+    }
+    if p.precision != ferrofem_driver::Precision::F64 {
+        given.push("--precision");
+    }
+    if given.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Usage(format!(
+            "{} define a manufactured problem; with a problem file, set them in the file \
+             (the command line may override --backend, --solver, --rtol, --max-iter, \
+             --output and --json)",
+            given.join(", ")
+        )))
+    }
+}
+
+/// `ferrofem solve problem.toml`.
+fn run_file(path: &std::path::Path, a: SolveArgs) -> Result<(), CliError> {
+    let start = Instant::now();
+    check_file_options(&a)?;
+    let file = ProblemFile::read(path)?;
+    let def = file.definition()?;
+    let requested = a.backend.unwrap_or(def.backend);
+    let selected = select(requested)?;
+    let progress = Progress::stderr(a.json);
+    progress.stage("loading the mesh and setting up the problem");
+    let case = finish_on_error(file.setup(), &progress)?;
+    let mesh_time = start.elapsed().as_secs_f64();
+    let probes = finish_on_error(locate_probes(&case.mesh.mesh, &case.probes), &progress)?;
+    let mut settings = case.settings.clone();
+    if a.solver.is_some() {
+        settings.solver = a.solver;
+    }
+    if a.rtol.is_some() {
+        settings.rtol = a.rtol;
+    }
+    if a.max_iter != DEFAULT_MAX_ITER {
+        settings.max_iter = a.max_iter;
+    }
+    let result = solve_problem_with_fallback(
+        &case.mesh.mesh,
+        &case.problem,
+        &settings,
+        requested,
+        selected,
+        &progress,
+    );
+    let (solution, used) = finish_on_error(result, &progress)?;
+    let mut outputs = case.outputs.clone();
+    if a.output.is_some() {
+        outputs.vtu = a.output.clone();
+    }
+    // the file's output directories are made, as a user writing `out/u.vtu` expects
+    for path in [&outputs.vtu, &outputs.probes].into_iter().flatten() {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", dir.display())))?;
         }
     }
+    let origin = format!("{} ({})", case.mesh.origin, path.display());
+    report(
+        &a, &case.mesh, &origin, solution, used, &outputs, &probes, start, mesh_time, &progress,
+    )
+}
+
+/// Post-processing (models), outputs and the report, text or JSON.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    a: &SolveArgs,
+    loaded: &Loaded,
+    origin: &str,
+    mut solution: Solution,
+    used: Backend,
+    outputs: &Outputs,
+    probes: &[LocatedProbe],
+    start: Instant,
+    mesh_time: f64,
+    progress: &Progress,
+) -> Result<(), CliError> {
+    let mesh = &loaded.mesh;
+    let (backend, backend_note) = (used.name(), used.fallback_note());
+    let t = Instant::now();
+    let (fields, boundaries) = match solution.problem.model() {
+        Some(model) => {
+            progress.stage("derived quantities and boundary integrals");
+            let fields = finish_on_error(
+                derived_fields(mesh, &solution.problem.space, model, &solution.u),
+                progress,
+            )?;
+            let boundaries = finish_on_error(
+                boundary_integrals(mesh, &solution.problem, &solution.u),
+                progress,
+            )?;
+            (fields, boundaries)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let (columns, rows) = finish_on_error(
+        probe_values(&solution.problem.space, &solution.u, &fields, probes),
+        progress,
+    )?;
+    if let Some(path) = &outputs.probes {
+        finish_on_error(
+            write_probes_csv(path, mesh.dim(), probes, &columns, &rows),
+            progress,
+        )?;
+    }
+    if let Some(path) = &outputs.vtu {
+        progress.stage(format!("writing {}", path.display()));
+        let extra: Vec<(&str, &[f64])> = fields.iter().map(|f| (f.name, &f.values[..])).collect();
+        finish_on_error(write_solution_vtu(path, mesh, &solution, &extra), progress)?;
+    }
+    solution.report.timings.output = t.elapsed().as_secs_f64();
     progress.finish();
     let r = &mut solution.report;
     r.timings.mesh = mesh_time;
     r.timings.total = start.elapsed().as_secs_f64();
-    let output = a.output.as_ref().map(|p| p.display().to_string());
+    let output = outputs.vtu.as_ref().map(|p| p.display().to_string());
+    let probe_records: Vec<ProbeRecord> = probes
+        .iter()
+        .zip(&rows)
+        .map(|(p, row)| ProbeRecord {
+            name: p.name.clone(),
+            at: p.x[..mesh.dim()].to_vec(),
+            values: columns.iter().cloned().zip(row.iter().copied()).collect(),
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     if a.json {
         // the record lists the warnings; stderr shows them to a person too
@@ -105,25 +297,33 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
             eprintln!("warning: {warning}");
         }
         let rec = Record {
-            mesh: &info.origin,
+            mesh: origin,
             backend,
             backend_note,
             report: r,
+            boundaries,
+            probes: probe_records,
             output,
+            probes_file: outputs.probes.as_ref().map(|p| p.display().to_string()),
         };
         serde_json::to_writer(&mut out, &rec)?;
         writeln!(out)?;
         return Ok(());
     }
+    let what = if r.errors.is_some() {
+        " (manufactured solution)"
+    } else {
+        ""
+    };
     writeln!(
         out,
-        "problem    {} (manufactured solution), P{} {} on {}",
-        r.problem, r.order, r.precision, info.origin
+        "problem    {}{what}, P{} {} on {origin}",
+        r.problem, r.order, r.precision
     )?;
     writeln!(
         out,
         "mesh       {} {} cells, {} vertices",
-        info.cells, info.cell_type, info.vertices
+        r.cells, r.cell_type, r.vertices
     )?;
     write!(
         out,
@@ -173,11 +373,49 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
             )?;
         }
     }
-    writeln!(
-        out,
-        "error      L2 {:.4e} (relative {:.3e}), H1-seminorm {:.4e} (relative {:.3e})",
-        r.errors.l2, r.errors.l2_rel, r.errors.h1, r.errors.h1_rel
-    )?;
+    if let Some(e) = &r.errors {
+        writeln!(
+            out,
+            "error      L2 {:.4e} (relative {:.3e}), H1-seminorm {:.4e} (relative {:.3e})",
+            e.l2, e.l2_rel, e.h1, e.h1_rel
+        )?;
+    }
+    let vec = |v: &[f64]| {
+        let s: Vec<String> = v.iter().map(|x| format!("{x:.6e}")).collect();
+        if s.len() == 1 {
+            s[0].clone()
+        } else {
+            format!("({})", s.join(", "))
+        }
+    };
+    for b in &boundaries {
+        write!(
+            out,
+            "boundary   {} [{}]: measure {:.6e}, ∫f1·n {}",
+            b.group,
+            b.condition,
+            b.measure,
+            vec(&b.normal_flux)
+        )?;
+        if let Some(re) = &b.reaction {
+            write!(out, ", reaction {}", vec(re))?;
+        }
+        writeln!(out)?;
+    }
+    for p in &probe_records {
+        let vals: Vec<String> = p
+            .values
+            .iter()
+            .map(|(c, v)| format!("{c} {v:.6e}"))
+            .collect();
+        writeln!(
+            out,
+            "probe      {} at {}: {}",
+            p.name,
+            vec(&p.at),
+            vals.join(", ")
+        )?;
+    }
     for warning in &r.warnings {
         writeln!(out, "warning    {warning}")?;
     }
@@ -187,9 +425,19 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         "time       {:.3} s total: mesh {:.3}, setup {:.3}, assembly {:.3}, solve {:.3}, errors {:.3}, output {:.3}",
         t.total, t.mesh, t.setup, t.assembly, t.solve, t.errors, t.output
     )?;
+    let names: Vec<&str> = std::iter::once("u")
+        .chain(if r.errors.is_some() {
+            vec!["u_exact", "error"]
+        } else {
+            fields.iter().map(|f| f.name).collect()
+        })
+        .collect();
     match &output {
-        Some(p) => writeln!(out, "output     {p} (fields u, u_exact, error)")?,
+        Some(p) => writeln!(out, "output     {p} (fields {})", names.join(", "))?,
         None => writeln!(out, "output     none (use --output FILE.vtu)")?,
+    }
+    if let Some(p) = &outputs.probes {
+        writeln!(out, "probes     {}", p.display())?;
     }
     Ok(())
 }

@@ -16,13 +16,22 @@
 // GEO: 0 stored [cell][DIM*DIM + 1] = J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and
 //      det J; 1 computed from the cell's vertex nodes (local nodes 0..DIM, whose physical
 //      coordinates are read from coords[node][DIM] through the restriction).
+// NEED_X: 1 when the physics reads the physical point x (then GEO is 1: x at point q is
+//      the affine map of the reference point cXq[q] from the cell's vertices).
 // AUX: 0 none; 1 nodal in the solution's scalar space (aux[node]; with OUT 0 as an
 //      E-vector aux[cell][basis], like the coefficients); 2 per cell (aux[cell]).
 // Needs (host-prepended): prelude, physics source (ff_f0..ff_g3), constant tables
-//   cPhi[NQ*NB], cDphi[(NQ*NB)*DIM] (reference gradients), cWq[NQ].
+//   cPhi[NQ*NB], cDphi[(NQ*NB)*DIM] (reference gradients), cWq[NQ], and with NEED_X the
+//   reference points cXq[NQ*DIM].
 
 #define NBT (NB * NC)
 #define NGEOC (DIM * DIM + 1)
+#ifndef NEED_X
+#define NEED_X 0
+#endif
+#if NEED_X && GEO == 0
+#error "NEED_X needs the vertex coordinates (GEO 1)"
+#endif
 #ifndef NBL
 #define NBL 1
 #endif
@@ -95,21 +104,21 @@ __device__ __forceinline__ void geometry_from_vertices(const real* x, real* g) {
 #endif
 }
 
-// J^{-1} and det J of cell c from its vertex nodes (read through the restriction)
-__device__ __forceinline__ void cell_geometry(u32 c, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords, real* g) {
-    real x[(DIM + 1) * DIM];
+// The vertex coordinates x[v * DIM + i] of cell c (its local nodes 0..DIM, read through
+// the restriction)
+__device__ __forceinline__ void cell_vertices(u32 c, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords, real* x) {
 #pragma unroll
     for (int v = 0; v <= DIM; v++) {
         const u32 n = offsets[(size_t)c * NB + v];
 #pragma unroll
         for (int i = 0; i < DIM; i++) x[v * DIM + i] = coords[(size_t)n * DIM + i];
     }
-    geometry_from_vertices(x, g);
 }
 
 // Fields at point q from element values ue[b*NC + c] (and the aux value), physics, and
-// the weighted flux values f[NF]: f0 (NC) then f1 (NC*DIM), times w det J.
-__device__ __forceinline__ void point_values(int q, const real* ue, const real* we, const real* g, real aval, real* f) {
+// the weighted flux values f[NF]: f0 (NC) then f1 (NC*DIM), times w det J. xv: the cell's
+// vertex coordinates (read with NEED_X only).
+__device__ __forceinline__ void point_values(int q, const real* ue, const real* we, const real* g, const real* xv, real aval, real* f) {
     real u[NC], du[NC * DIM];
 #if JAC
     real v[NC], dv[NC * DIM];
@@ -153,7 +162,19 @@ __device__ __forceinline__ void point_values(int q, const real* ue, const real* 
 #endif
         }
     }
+#if NEED_X
+    real x[DIM];
+#pragma unroll
+    for (int i = 0; i < DIM; i++) {
+        real s = xv[i];
+#pragma unroll
+        for (int k = 0; k < DIM; k++) s += cXq[q * DIM + k] * (xv[(k + 1) * DIM + i] - xv[i]);
+        x[i] = s;
+    }
+#else
+    (void)xv;
     const real x[3] = {0, 0, 0};
+#endif
     real a[1] = {aval};
     real da[DIM];
 #pragma unroll
@@ -293,12 +314,15 @@ __device__ __forceinline__ real load_aux(const real* FF_RESTRICT aux, const u32*
 #endif
 }
 
-__device__ __forceinline__ void load_geometry(u32 cell, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo, const real* FF_RESTRICT coords, real* g) {
+// J^{-1} and det J of a cell into g (and, with GEO 1, its vertex coordinates into xv)
+__device__ __forceinline__ void load_geometry(u32 cell, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT geo, const real* FF_RESTRICT coords, real* g, real* xv) {
 #if GEO == 0
+    (void)xv;
 #pragma unroll
     for (int k = 0; k < NGEOC; k++) g[k] = geo[(size_t)cell * NGEOC + k];
 #else
-    cell_geometry(cell, offsets, coords, g);
+    cell_vertices(cell, offsets, coords, xv);
+    geometry_from_vertices(xv, g);
 #endif
 }
 
@@ -518,6 +542,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
 #else
                 const real* g = s_x[st] + lc * NGEOC;
 #endif
+                const real* xv = s_x[st] + lc * NGL;
                 real ue[NBT];
                 load_cell<NBT>(ue, s_u[st] + lc * NBT);
 #if JAC
@@ -527,7 +552,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
                 const real* we = ue;
 #endif
                 real f[NF];
-                point_values(q, ue, we, g, aux_at(q, s_a[st] + lc * NAE), f);
+                point_values(q, ue, we, g, xv, aux_at(q, s_a[st] + lc * NAE), f);
                 flux_to_reference(f, g);
 #pragma unroll
                 for (int m = 0; m < NF; m++) s_f[(lc * NQ + q) * NFS + m] = f[m];
@@ -560,7 +585,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
     const u32 i = blockIdx.x * NT + threadIdx.x;
     if (i >= ncells) return;
     const u32 cell = cell_id(i, cell0, cells);
-    real ue[NBT], we[NBT], ae[NAE], g[NGEOC];
+    real ue[NBT], we[NBT], ae[NAE], g[NGEOC], xv[(DIM + 1) * DIM];
     for (int b = 0; b < NB; b++)
         for (int c = 0; c < NC; c++) {
             ue[ELOC(b, c)] = load_value(u, offsets, cell, b, c);
@@ -575,12 +600,12 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
 #else
     ae[0] = 0;
 #endif
-    load_geometry(cell, offsets, geo, coords, g);
+    load_geometry(cell, offsets, geo, coords, g, xv);
     real acc[NBT];
     for (int k = 0; k < NBT; k++) acc[k] = 0;
     for (int q = 0; q < NQ; q++) {
         real f[NF];
-        point_values(q, ue, we, g, aux_at(q, ae), f);
+        point_values(q, ue, we, g, xv, aux_at(q, ae), f);
         for (int b = 0; b < NB; b++) {
             real gp[DIM];
             for (int d = 0; d < DIM; d++) {
@@ -604,8 +629,8 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
     const u32 i = item / NBT;
     const int r = item % NBT, b = r / NC, c = r % NC;
     const u32 cell = cell_id(i, cell0, cells);
-    real g[NGEOC];
-    load_geometry(cell, offsets, geo, coords, g);
+    real g[NGEOC], xv[(DIM + 1) * DIM];
+    load_geometry(cell, offsets, geo, coords, g, xv);
     real acc = 0;
     for (int q = 0; q < NQ; q++) {
         real ue[NBT], we[NBT], ae[NAE];
@@ -624,7 +649,7 @@ residual(const u32 ncells, const u32 cell0, const u32* FF_RESTRICT cells, const 
         ae[0] = 0;
 #endif
         real f[NF];
-        point_values(q, ue, we, g, aux_at(q, ae), f);
+        point_values(q, ue, we, g, xv, aux_at(q, ae), f);
         real gp[DIM];
         for (int d = 0; d < DIM; d++) {
             real s = 0;

@@ -83,6 +83,21 @@ impl ResidualConfig {
     }
 }
 
+impl ResidualConfig {
+    /// The configuration in effect for `physics`: a physics that reads the physical point
+    /// gets it from the cell's vertices, so its geometry comes from them too.
+    pub fn for_physics(self, physics: &CudaPhysics) -> ResidualConfig {
+        if physics.reads_x {
+            ResidualConfig {
+                geometry: GeometrySource::OnTheFly,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+}
+
 impl Default for ResidualConfig {
     fn default() -> Self {
         Self::new()
@@ -157,11 +172,17 @@ pub fn residual_kernel<T: GpuReal>(
             body.join(", ")
         )
     };
+    let cfg = cfg.for_physics(physics);
     let tables = format!(
-        "{}{}{}",
+        "{}{}{}{}",
         arr("cPhi", &tab.values),
         arr("cDphi", &tab.grads),
-        arr("cWq", &rule.weights)
+        arr("cWq", &rule.weights),
+        if physics.reads_x {
+            arr("cXq", &rule.points)
+        } else {
+            String::new()
+        }
     );
     let mut nbs = cells_per_block(nb, nq);
     let nf = nc + nc * d;
@@ -281,6 +302,7 @@ pub fn residual_kernel<T: GpuReal>(
     .define("GEO", (cfg.geometry == GeometrySource::OnTheFly) as u32)
     .define("AUX", aux)
     .define("JAC", jacobian as u32)
+    .define("NEED_X", physics.reads_x as u32)
     .define("HAS_F0", t.f0 as u32)
     .define("HAS_F1", t.f1 as u32)
     .define("HAS_G0", j.g0 as u32)
@@ -379,6 +401,7 @@ impl<T: GpuReal> GpuResidual<T> {
                 if aux_code > 0 { 1 } else { 0 }
             )));
         }
+        let cfg = cfg.for_physics(physics);
         let rk = residual_kernel::<T>(physics, el, rule, aux_code, false, cfg)?;
         let residual = (dev.function(&rk.spec, "residual")?, rk);
         let jacobian = if with_jacobian {
@@ -574,7 +597,9 @@ impl<T: GpuReal> GpuResidual<T> {
 /// A physics of the residual tests and benchmarks, without forcing (the load vector is
 /// assembled apart), with its CPU half for the twin.
 pub fn case_physics(name: &str, dim: usize) -> Result<CasePhysics, GpuError> {
-    use ferrofem_physics::{Elasticity, NonlinearDiffusion, Physics, Poisson, PoissonVarCoef};
+    use ferrofem_physics::{
+        Elasticity, Manufactured, NonlinearDiffusion, Physics, Poisson, PoissonVarCoef,
+    };
     let err = |e: ferrofem_physics::PhysicsError| GpuError::Unsupported(e.to_string());
     Ok(match name {
         "poisson" => {
@@ -594,6 +619,23 @@ pub fn case_physics(name: &str, dim: usize) -> Result<CasePhysics, GpuError> {
         }
         "elasticity" => {
             let p = Elasticity::new(dim, 1.0, 1.0, None).map_err(err)?;
+            let c = Physics::<f64>::cuda(&p);
+            (Box::new(p), c, 0)
+        }
+        // with their manufactured forcings: physics that read the physical point
+        "poisson-forced" => {
+            let p = Poisson::new(
+                dim,
+                1.5,
+                Some(Manufactured::poisson(dim, 1.5).map_err(err)?),
+            )
+            .map_err(err)?;
+            let c = Physics::<f64>::cuda(&p);
+            (Box::new(p), c, 0)
+        }
+        "elasticity-forced" => {
+            let m = Manufactured::elasticity(dim, 1.2, 0.7).map_err(err)?;
+            let p = Elasticity::new(dim, 1.2, 0.7, Some(m)).map_err(err)?;
             let c = Physics::<f64>::cuda(&p);
             (Box::new(p), c, 0)
         }
@@ -662,6 +704,8 @@ pub fn tested_cases() -> Vec<ResidualCase> {
         "poisson-varcoef-p1",
         "poisson-varcoef-p0",
         "elasticity",
+        "poisson-forced",
+        "elasticity-forced",
     ] {
         for dim in [2, 3] {
             for order in [1, 2] {

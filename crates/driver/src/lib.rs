@@ -2,8 +2,11 @@
 //! the `ferrofem` command, from tests and from other programs, with where they run chosen
 //! behind one backend seam.
 //!
-//! - [`problem`]: a manufactured problem on a mesh (space, Dirichlet/natural boundary
-//!   split, coefficient field) and its pointwise operator.
+//! - [`problem`]: a problem on a mesh (space, Dirichlet/natural boundary split) and its
+//!   pointwise operator: a manufactured one (the verification mode) or a user's model.
+//! - [`file`]: problem files (TOML): the user's mesh, physics, materials per region,
+//!   sources and boundary conditions as constants or expressions, solver and outputs;
+//!   [`model_setup`]: such a model set up on its mesh; [`mesh_input`]: loading meshes.
 //! - [`settings`]: how to solve (precision, solver, tolerances); [`report`]: what a solve
 //!   reports (timings, residuals, Newton's history, errors) and the [`Solution`].
 //! - [`backend`]: choosing the backend (`auto`, `cpu`, `cuda`) and when `auto` falls back
@@ -25,12 +28,16 @@
 pub mod backend;
 mod cpu;
 pub mod export;
+pub mod file;
 #[cfg(feature = "cuda")]
 mod gpu;
 pub mod linear_system;
+pub mod mesh_input;
+pub mod model_setup;
 pub mod output;
 pub mod pipeline_error;
 mod policy;
+pub mod post;
 pub mod problem;
 pub mod progress;
 pub mod report;
@@ -43,11 +50,16 @@ mod terms;
 pub use backend::falls_back;
 pub use backend::{fallback_reason, select, Backend, BackendArg};
 pub use export::assemble_problem;
+pub use file::{FileCase, FileError, ProblemFile};
 pub use linear_system::{BcMode, LinearSystem};
+pub use mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
+pub use model_setup::{ModelCase, ModelInput, ResolvedBoundary};
 pub use output::write_solution_vtu;
 pub use pipeline_error::PipelineError;
-pub use problem::{CoefField, DirichletSpec, Problem, ProblemKind, ProblemOptions};
+pub use problem::{
+    CoefField, Definition, DirichletSpec, ManufacturedCase, Problem, ProblemKind, ProblemOptions,
+};
 pub use progress::Progress;
 pub use report::{ErrorReport, NewtonReport, ResidualReport, Solution, SolveReport, Timings};
 pub use settings::{Precision, SolveSettings, SolverKind};
-pub use solve::{solve, solve_with_fallback};
+pub use solve::{solve, solve_problem, solve_problem_with_fallback, solve_with_fallback};

@@ -13,9 +13,9 @@
 
 use crate::pipeline_error::PipelineError;
 use crate::problem::Problem;
-use crate::terms::{full_residual, to_real};
+use crate::terms::{add_robin, full_residual, to_real};
 use clap::ValueEnum;
-use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
+use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy, CONSTRAINED};
 use ferrofem_base::{CsrMatrix, Real};
 use ferrofem_operator::{ElementMatrices, FormOperator};
 use ferrofem_physics::Physics;
@@ -65,6 +65,7 @@ pub(crate) fn assemble_system_of<T: Real, P: Physics<T>>(
     };
     let mut r = vec![T::zero(); n];
     full_residual(op, neumann, &u0, &mut r);
+    add_robin(problem, &u0, &mut r);
     let rhs: Vec<T> = dof_map.free().iter().map(|&d| -r[d as usize]).collect();
     let plan = AssemblyPlan::new(op.restriction(), Some(&dof_map))?;
     let state = if problem.is_linear() {
@@ -72,7 +73,27 @@ pub(crate) fn assemble_system_of<T: Real, P: Physics<T>>(
     } else {
         Some(&u0[..])
     };
-    let matrix = plan.assemble_matrix(op, state, Strategy::default())?;
+    let mut matrix = plan.assemble_matrix(op, state, Strategy::default())?;
+    if let Some(robin) = problem.robin::<T>() {
+        // the Robin term couples nodes of one cell's facet: its pattern lies in the
+        // matrix's
+        let reduced = dof_map.reduced_of();
+        for (i, &ri) in reduced.iter().enumerate() {
+            if ri == CONSTRAINED {
+                continue;
+            }
+            let (cols, vals) = robin.row(i);
+            for (&j, &v) in cols.iter().zip(vals) {
+                let rj = reduced[j as usize];
+                if rj == CONSTRAINED {
+                    continue;
+                }
+                if let Some(k) = matrix.position(ri as usize, rj) {
+                    matrix.values_mut()[k] += v;
+                }
+            }
+        }
+    }
     Ok(LinearSystem {
         matrix,
         rhs,

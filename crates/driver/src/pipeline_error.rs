@@ -11,6 +11,9 @@ pub enum PipelineError {
     /// The function space could not be built (e.g. an order the cell type lacks).
     #[error(transparent)]
     Space(#[from] ferrofem_space::SpaceError),
+    /// Geometry queries failed (point location).
+    #[error(transparent)]
+    Geometry(#[from] ferrofem_geometry::GeometryError),
     /// The physics or its manufactured solution rejected a parameter.
     #[error(transparent)]
     Physics(#[from] ferrofem_physics::PhysicsError),
@@ -50,6 +53,9 @@ pub enum PipelineError {
         /// The node's coordinates, in words.
         at: String,
     },
+    /// A problem file that is not valid, located (file, line, column).
+    #[error(transparent)]
+    File(#[from] crate::file::FileError),
     /// A combination of options the pipeline does not support, explained.
     #[error("{0}")]
     Unsupported(String),

@@ -8,13 +8,15 @@
 //! [`FormOperator`] of the problem's concrete physics type to a generic [`FormVisitor`], so
 //! that the kernels stay monomorphised (no virtual call per quadrature point).
 
+use crate::model_setup::ModelCase;
 use crate::pipeline_error::PipelineError;
 use clap::ValueEnum;
-use ferrofem_base::Real;
+use ferrofem_base::{CsrMatrix, Real};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::{neumann_rhs, AuxField, FormOperator, FormOptions};
 use ferrofem_physics::{
-    varcoef_kappa, Elasticity, Manufactured, NonlinearDiffusion, Physics, Poisson, PoissonVarCoef,
+    varcoef_kappa, Elasticity, Manufactured, Material, ModelKind, NonlinearDiffusion, Physics,
+    Poisson, PoissonVarCoef,
 };
 use ferrofem_space::H1Space;
 use serde::Serialize;
@@ -152,25 +154,43 @@ impl std::fmt::Display for BoundaryGroup {
     }
 }
 
-/// A problem set up on a mesh: manufactured solution, space, boundary split, coefficient.
+/// A manufactured problem's own data: the options, the exact solution, the coefficient
+/// field and the Dirichlet groups.
 #[derive(Clone, Debug)]
-pub struct Problem {
+pub struct ManufacturedCase {
     /// The options it was built from.
     pub options: ProblemOptions,
     /// The manufactured solution (exact solution, forcing, flux).
     pub manufactured: Manufactured,
-    /// The Lagrange space of the unknown (`ncomp = dim` for elasticity).
-    pub space: H1Space,
     /// The coefficient field of `poisson-varcoef`.
     pub coefficient: Option<Coefficient>,
     /// Dirichlet groups (empty when the whole boundary is Dirichlet).
     pub dirichlet_groups: Vec<BoundaryGroup>,
+}
+
+/// What defines a problem's equation and data.
+#[derive(Clone, Debug)]
+pub enum Definition {
+    /// A built-in manufactured solution (the verification mode).
+    Manufactured(Box<ManufacturedCase>),
+    /// A user's model from a problem file.
+    Model(Box<ModelCase>),
+}
+
+/// A problem set up on a mesh: its space, boundary split and definition.
+#[derive(Clone, Debug)]
+pub struct Problem {
+    /// The Lagrange space of the unknown (`ncomp = dim` for elasticity).
+    pub space: H1Space,
     /// Constrained dofs, sorted.
     pub dirichlet_dofs: Vec<u32>,
-    /// Boundary facets `(cell, local facet)` with natural (Neumann) conditions.
-    pub natural_facets: Vec<(u32, u8)>,
-    /// A full L-vector holding the exact solution on the constrained dofs, zero elsewhere.
+    /// A full L-vector holding the Dirichlet values on the constrained dofs, zero
+    /// elsewhere.
     pub boundary_values: Vec<f64>,
+    /// Boundary facets `(cell, local facet)` with natural (Neumann, or free) conditions.
+    pub natural_facets: Vec<(u32, u8)>,
+    /// The equation and its data.
+    pub definition: Definition,
 }
 
 /// Largest magnitude of the manufactured solution and its gradient at a node: squares and
@@ -253,15 +273,74 @@ impl Problem {
             _ => None,
         };
         Ok(Problem {
-            options: options.clone(),
-            manufactured,
             space,
-            coefficient,
-            dirichlet_groups,
             dirichlet_dofs,
-            natural_facets,
             boundary_values,
+            natural_facets,
+            definition: Definition::Manufactured(Box::new(ManufacturedCase {
+                options: options.clone(),
+                manufactured,
+                coefficient,
+                dirichlet_groups,
+            })),
         })
+    }
+
+    /// The Robin term `∫ h φ_i φ_j` of a model's Robin conditions, in `T`.
+    pub fn robin<T: Real>(&self) -> Option<CsrMatrix<T>> {
+        self.model()?.robin.as_ref().map(|r| r.convert())
+    }
+
+    /// The manufactured case, when this is one.
+    pub fn manufactured(&self) -> Option<&ManufacturedCase> {
+        match &self.definition {
+            Definition::Manufactured(m) => Some(m),
+            Definition::Model(_) => None,
+        }
+    }
+
+    /// The problem file's model, when this is one.
+    pub fn model(&self) -> Option<&ModelCase> {
+        match &self.definition {
+            Definition::Model(m) => Some(m),
+            Definition::Manufactured(_) => None,
+        }
+    }
+
+    /// The problem's name (`poisson`, `elasticity`, ...).
+    pub fn name(&self) -> &str {
+        match &self.definition {
+            Definition::Manufactured(m) => m.options.kind.name(),
+            Definition::Model(m) => &m.name,
+        }
+    }
+
+    /// Polynomial order of the space.
+    pub fn order(&self) -> usize {
+        self.space.order()
+    }
+
+    /// The constant conductivity of a problem the bake-off diffusion kernel solves
+    /// (`−∇·(κ∇u) = f` with one constant `κ`, no reaction): `Some(κ)`, else `None`.
+    pub fn constant_diffusion(&self) -> Option<f64> {
+        match &self.definition {
+            Definition::Manufactured(m) => {
+                (m.options.kind == ProblemKind::Poisson).then_some(m.options.kappa)
+            }
+            Definition::Model(m) => {
+                let r = m.physics.regions();
+                match (&m.physics.kind(), r) {
+                    (
+                        ModelKind::Diffusion,
+                        [ferrofem_physics::Region {
+                            material: Material::Diffusion { kappa, reaction },
+                            ..
+                        }],
+                    ) if reaction.constant() == Some(0.0) => kappa.constant(),
+                    _ => None,
+                }
+            }
+        }
     }
 
     /// Number of dofs of the space.
@@ -269,46 +348,69 @@ impl Problem {
         self.space.num_dofs()
     }
 
-    /// True for the linear problems (one linear solve; the nonlinear one needs Newton).
+    /// True for the linear problems (one linear solve; the nonlinear ones need Newton).
     pub fn is_linear(&self) -> bool {
-        self.options.kind != ProblemKind::Nonlinear
+        match &self.definition {
+            Definition::Manufactured(m) => m.options.kind != ProblemKind::Nonlinear,
+            Definition::Model(m) => Physics::<f64>::is_linear(&m.physics),
+        }
     }
 
     /// True when the (Jacobian) matrix is symmetric, so that CG and Cholesky apply.
     pub fn is_symmetric(&self) -> bool {
-        self.options.kind != ProblemKind::Nonlinear
+        match &self.definition {
+            Definition::Manufactured(m) => m.options.kind != ProblemKind::Nonlinear,
+            Definition::Model(m) => Physics::<f64>::is_symmetric(&m.physics),
+        }
     }
 
     /// Where the Dirichlet condition holds, in words ("whole boundary", "xmin (1), ymax (4)").
     pub fn dirichlet_description(&self) -> String {
-        if self.dirichlet_groups.is_empty() {
-            "whole boundary".into()
-        } else {
-            let names: Vec<String> = self
-                .dirichlet_groups
+        let groups: Vec<String> = match &self.definition {
+            Definition::Manufactured(m) if m.dirichlet_groups.is_empty() => {
+                return "whole boundary".into()
+            }
+            Definition::Manufactured(m) => {
+                m.dirichlet_groups.iter().map(|g| g.to_string()).collect()
+            }
+            Definition::Model(m) => m
+                .boundaries
                 .iter()
-                .map(|g| g.to_string())
-                .collect();
-            names.join(", ")
-        }
+                .filter(|b| matches!(b.condition, crate::file::BoundaryCondition::Dirichlet(_)))
+                .map(|b| b.group.to_string())
+                .collect(),
+        };
+        groups.join(", ")
     }
 
-    /// The auxiliary field of the physics (none except for `poisson-varcoef`).
+    /// The auxiliary field of the physics: the coefficient of `poisson-varcoef`, a model's
+    /// region slot per cell when it has several regions, else none.
     pub fn aux(&self) -> AuxField<'_> {
-        match &self.coefficient {
-            None => AuxField::None,
-            Some(Coefficient::Nodal { space, values }) => AuxField::Nodal { space, values },
-            Some(Coefficient::Cellwise(values)) => AuxField::Cellwise { ncomp: 1, values },
+        match &self.definition {
+            Definition::Manufactured(m) => match &m.coefficient {
+                None => AuxField::None,
+                Some(Coefficient::Nodal { space, values }) => AuxField::Nodal { space, values },
+                Some(Coefficient::Cellwise(values)) => AuxField::Cellwise { ncomp: 1, values },
+            },
+            Definition::Model(m) if m.cell_slots.is_empty() => AuxField::None,
+            Definition::Model(m) => AuxField::Cellwise {
+                ncomp: 1,
+                values: &m.cell_slots,
+            },
         }
     }
 
-    /// The natural-boundary load `∫_Γ φ · (f1(u*, ∇u*)·n)` over the natural facets (zero
-    /// when the whole boundary is Dirichlet).
+    /// The natural-boundary load: for a manufactured problem `∫_Γ φ · (f1(u*, ∇u*)·n)` over
+    /// the natural facets (zero when the whole boundary is Dirichlet), for a model the
+    /// Neumann data of its boundary conditions.
     pub fn neumann_load(&self, mesh: &Mesh) -> Result<Vec<f64>, PipelineError> {
+        let m = match &self.definition {
+            Definition::Model(model) => return Ok(model.natural_load.clone()),
+            Definition::Manufactured(m) => m.manufactured,
+        };
         if self.natural_facets.is_empty() {
             return Ok(vec![0.0; self.num_dofs()]);
         }
-        let m = self.manufactured;
         Ok(neumann_rhs(
             mesh,
             &self.space,
@@ -318,10 +420,11 @@ impl Problem {
         )?)
     }
 
-    /// The interpolant of the exact solution in the problem's space (for output).
-    pub fn exact_interpolant(&self) -> Vec<f64> {
-        let m = self.manufactured;
-        self.space.interpolate(|x, out| m.exact(x, out))
+    /// The interpolant of the exact solution in the problem's space (manufactured
+    /// problems; for output).
+    pub fn exact_interpolant(&self) -> Option<Vec<f64>> {
+        let m = self.manufactured()?.manufactured;
+        Some(self.space.interpolate(|x, out| m.exact(x, out)))
     }
 
     /// Builds the [`FormOperator`] of the problem's physics (with its manufactured forcing
@@ -335,8 +438,19 @@ impl Problem {
             aux: self.aux(),
             ..FormOptions::default()
         };
-        let (dim, m, o) = (mesh.dim(), Some(self.manufactured), &self.options);
         let space = &self.space;
+        let case = match &self.definition {
+            Definition::Model(model) => {
+                return visitor.visit(FormOperator::with_options(
+                    mesh,
+                    space,
+                    model.physics.clone(),
+                    options,
+                )?)
+            }
+            Definition::Manufactured(case) => case,
+        };
+        let (dim, m, o) = (mesh.dim(), Some(case.manufactured), &case.options);
         match o.kind {
             ProblemKind::Poisson => visitor.visit(FormOperator::with_options(
                 mesh,
@@ -502,7 +616,8 @@ mod tests {
             ..ProblemOptions::default()
         };
         let p = Problem::new(&mesh, &options).expect("problem");
-        assert_eq!(p.dirichlet_groups.len(), 1);
+        let case = p.manufactured().expect("manufactured");
+        assert_eq!(case.dirichlet_groups.len(), 1);
         // 2·(4 + 3) boundary edges, 3 of them on xmin
         assert_eq!(p.natural_facets.len(), 14 - 3);
         // Q2: 7 nodes on xmin, 2 components each, valued by the exact solution
@@ -513,7 +628,7 @@ mod tests {
             let node = d as usize / nc;
             let x = p.space.node_coord(node);
             assert!(x[0].abs() < 1e-14);
-            p.manufactured.exact(x, &mut exact);
+            case.manufactured.exact(x, &mut exact);
             assert_eq!(p.boundary_values[d as usize], exact[d as usize % nc]);
         }
         // the whole boundary: no natural facets, every boundary node constrained

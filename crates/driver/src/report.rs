@@ -103,7 +103,7 @@ impl NewtonReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct SolveReport {
     /// Problem name.
-    pub problem: &'static str,
+    pub problem: String,
     /// Polynomial order.
     pub order: usize,
     /// Precision.
@@ -134,8 +134,8 @@ pub struct SolveReport {
     pub residual: ResidualReport,
     /// Phase timings in seconds.
     pub timings: Timings,
-    /// Errors against the manufactured solution.
-    pub errors: ErrorReport,
+    /// Errors against the manufactured solution (manufactured problems only).
+    pub errors: Option<ErrorReport>,
     /// What the user should know about the result (a tolerance below the precision's
     /// rounding level, a solve that stopped there).
     pub warnings: Vec<String>,

@@ -5,7 +5,7 @@
 //! from the selected [`Backend`](crate::Backend), and never calls a backend's internals.
 
 use crate::pipeline_error::PipelineError;
-use crate::problem::{Problem, ProblemOptions};
+use crate::problem::{Problem, ProblemKind, ProblemOptions};
 use crate::progress::Progress;
 use crate::report::{ratio, NewtonReport, ResidualReport};
 use crate::settings::{SolveSettings, SolverKind};
@@ -26,7 +26,7 @@ pub(crate) trait SolveBackend {
     fn preflight(
         &self,
         _mesh: &Mesh,
-        _options: &ProblemOptions,
+        _traits: &ProblemTraits,
         _solver: SolverKind,
     ) -> Result<(), PipelineError> {
         Ok(())
@@ -47,6 +47,47 @@ pub(crate) trait SolveBackend {
         case: &SolveCase<'_>,
         op: &FormOperator<T, P>,
     ) -> Result<Outcome, PipelineError>;
+}
+
+/// What the solver choice and the backends' refusals need to know of a problem before
+/// (or without) building it.
+#[derive(Clone, Debug)]
+pub(crate) struct ProblemTraits {
+    /// The problem's name.
+    pub(crate) name: String,
+    /// Solution components.
+    pub(crate) ncomp: usize,
+    /// Polynomial order.
+    pub(crate) order: usize,
+    /// Symmetric Jacobian.
+    pub(crate) symmetric: bool,
+}
+
+impl ProblemTraits {
+    /// The traits of the manufactured problem `options` on `mesh`.
+    pub(crate) fn of_options(mesh: &Mesh, options: &ProblemOptions) -> ProblemTraits {
+        let nonlinear = options.kind == ProblemKind::Nonlinear;
+        ProblemTraits {
+            name: options.kind.name().to_string(),
+            ncomp: if options.kind == ProblemKind::Elasticity {
+                mesh.dim()
+            } else {
+                1
+            },
+            order: options.order,
+            symmetric: !nonlinear,
+        }
+    }
+
+    /// The traits of a set-up problem.
+    pub(crate) fn of_problem(_mesh: &Mesh, problem: &Problem) -> ProblemTraits {
+        ProblemTraits {
+            name: problem.name().to_string(),
+            ncomp: problem.space.ncomp(),
+            order: problem.order(),
+            symmetric: problem.is_symmetric(),
+        }
+    }
 }
 
 /// Everything a backend's solve needs besides the operator.

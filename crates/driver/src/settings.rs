@@ -2,7 +2,6 @@
 //! tolerances. Both backends and the linear-system export read these.
 
 use crate::backend::Backend;
-use crate::problem::ProblemKind;
 use clap::ValueEnum;
 use serde::Serialize;
 
@@ -80,14 +79,14 @@ impl Default for SolveSettings {
 }
 
 impl SolveSettings {
-    /// The solver to use for `kind` on `backend`: the one asked for, else, for the
-    /// nonlinear problem (whose Jacobian is not symmetric), `direct` on the CPU and `gmres`
-    /// on a GPU, and `pcg` for the others.
-    pub fn solver_for(&self, kind: ProblemKind, backend: &Backend) -> SolverKind {
-        self.solver.unwrap_or(match kind {
-            ProblemKind::Nonlinear if backend.is_gpu() => SolverKind::Gmres,
-            ProblemKind::Nonlinear => SolverKind::Direct,
-            _ => SolverKind::Pcg,
+    /// The solver to use on `backend`: the one asked for, else, for a problem whose
+    /// Jacobian is not symmetric (the nonlinear ones), `direct` on the CPU and `gmres` on a
+    /// GPU, and `pcg` for the others.
+    pub fn solver_for(&self, symmetric: bool, backend: &Backend) -> SolverKind {
+        self.solver.unwrap_or(match symmetric {
+            false if backend.is_gpu() => SolverKind::Gmres,
+            false => SolverKind::Direct,
+            true => SolverKind::Pcg,
         })
     }
 

@@ -17,9 +17,10 @@ use crate::cpu::CpuBackend;
 use crate::gpu::GpuBackend;
 use crate::pipeline_error::PipelineError;
 use crate::policy::tolerance_warning;
-use crate::problem::{FormVisitor, Problem, ProblemKind, ProblemOptions};
+use crate::problem::{FormVisitor, Problem, ProblemOptions};
 use crate::progress::Progress;
 use crate::report::{ErrorReport, Solution, SolveReport, Timings};
+use crate::seam::ProblemTraits;
 use crate::seam::{Outcome, SolveBackend, SolveCase};
 use crate::settings::{Precision, SolveSettings, SolverKind};
 use ferrofem_base::Real;
@@ -37,19 +38,37 @@ pub fn solve(
     backend: &Backend,
     progress: &Progress,
 ) -> Result<Solution, PipelineError> {
-    let solver = settings.solver_for(options.kind, backend);
-    match backend {
-        Backend::Cpu { .. } => solve_on(&CpuBackend, mesh, options, settings, solver, progress),
-        #[cfg(feature = "cuda")]
-        Backend::Cuda(dev) => solve_on(
-            &GpuBackend::new(dev),
-            mesh,
-            options,
-            settings,
-            solver,
-            progress,
-        ),
-    }
+    let traits = ProblemTraits::of_options(mesh, options);
+    let solver = check_solver(settings, &traits, backend)?;
+    preflight(backend, mesh, &traits, solver)?;
+    progress.stage("setting up the space and boundary conditions");
+    let start = Instant::now();
+    let problem = Problem::new(mesh, options)?;
+    let setup = start.elapsed().as_secs_f64();
+    solve_set_up(mesh, problem, settings, backend, solver, progress, setup)
+}
+
+/// Solves `problem` (already set up on `mesh`, e.g. from a problem file) with `settings`
+/// on `backend`, which it never leaves.
+pub fn solve_problem(
+    mesh: &Mesh,
+    problem: &Problem,
+    settings: &SolveSettings,
+    backend: &Backend,
+    progress: &Progress,
+) -> Result<Solution, PipelineError> {
+    let traits = ProblemTraits::of_problem(mesh, problem);
+    let solver = check_solver(settings, &traits, backend)?;
+    preflight(backend, mesh, &traits, solver)?;
+    solve_set_up(
+        mesh,
+        problem.clone(),
+        settings,
+        backend,
+        solver,
+        progress,
+        0.0,
+    )
 }
 
 /// [`solve`] on `backend`, which [`select`](crate::select) chose for `requested`, with
@@ -66,7 +85,33 @@ pub fn solve_with_fallback(
     backend: Backend,
     progress: &Progress,
 ) -> Result<(Solution, Backend), PipelineError> {
-    match solve(mesh, options, settings, &backend, progress) {
+    with_fallback(requested, backend, |b| {
+        solve(mesh, options, settings, b, progress)
+    })
+}
+
+/// [`solve_problem`] with `--backend auto`'s fallback (see [`solve_with_fallback`]).
+pub fn solve_problem_with_fallback(
+    mesh: &Mesh,
+    problem: &Problem,
+    settings: &SolveSettings,
+    requested: BackendArg,
+    backend: Backend,
+    progress: &Progress,
+) -> Result<(Solution, Backend), PipelineError> {
+    with_fallback(requested, backend, |b| {
+        solve_problem(mesh, problem, settings, b, progress)
+    })
+}
+
+/// Runs `run` on `backend`, and again on the CPU when `requested` is `auto` and the GPU
+/// attempt has no GPU path or no usable GPU.
+fn with_fallback(
+    requested: BackendArg,
+    backend: Backend,
+    run: impl Fn(&Backend) -> Result<Solution, PipelineError>,
+) -> Result<(Solution, Backend), PipelineError> {
+    match run(&backend) {
         Err(e) if requested == BackendArg::Auto && backend.is_gpu() => {
             let Some(why) = fallback_reason(&e) else {
                 return Err(e);
@@ -74,36 +119,91 @@ pub fn solve_with_fallback(
             let cpu = Backend::Cpu {
                 fallback_reason: Some(why),
             };
-            let solution = solve(mesh, options, settings, &cpu, progress)?;
+            let solution = run(&cpu)?;
             Ok((solution, cpu))
         }
         result => result.map(|solution| (solution, backend)),
     }
 }
 
-/// The pipeline on `backend`: refusals, problem set-up, the backend's solve, errors and
-/// report.
+/// The solver in effect, refusing CG/PCG for a nonsymmetric problem.
+fn check_solver(
+    settings: &SolveSettings,
+    traits: &ProblemTraits,
+    backend: &Backend,
+) -> Result<SolverKind, PipelineError> {
+    let solver = settings.solver_for(traits.symmetric, backend);
+    if !traits.symmetric && matches!(solver, SolverKind::Cg | SolverKind::Pcg) {
+        return Err(PipelineError::Unsupported(format!(
+            "--solver {} is not available for the {} problem: its Jacobian is not symmetric \
+             (the g2 = dκ/du ∇u block), so CG does not apply; use --solver direct (the CPU \
+             default for it) or --solver gmres",
+            solver.name(),
+            traits.name
+        )));
+    }
+    Ok(solver)
+}
+
+/// The backend's refusals before anything is built.
+fn preflight(
+    backend: &Backend,
+    mesh: &Mesh,
+    traits: &ProblemTraits,
+    solver: SolverKind,
+) -> Result<(), PipelineError> {
+    match backend {
+        Backend::Cpu { .. } => CpuBackend.preflight(mesh, traits, solver),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda(dev) => GpuBackend::new(dev).preflight(mesh, traits, solver),
+    }
+}
+
+/// The pipeline on a set-up problem: the backend's solve, errors (manufactured problems)
+/// and report. `setup` is the seconds the problem's set-up took.
+fn solve_set_up(
+    mesh: &Mesh,
+    problem: Problem,
+    settings: &SolveSettings,
+    backend: &Backend,
+    solver: SolverKind,
+    progress: &Progress,
+    setup: f64,
+) -> Result<Solution, PipelineError> {
+    match backend {
+        Backend::Cpu { .. } => solve_on(
+            &CpuBackend,
+            mesh,
+            problem,
+            settings,
+            solver,
+            progress,
+            setup,
+        ),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda(dev) => solve_on(
+            &GpuBackend::new(dev),
+            mesh,
+            problem,
+            settings,
+            solver,
+            progress,
+            setup,
+        ),
+    }
+}
+
+/// The pipeline on `backend`: the operator, the backend's solve, errors and report.
 fn solve_on<B: SolveBackend>(
     backend: &B,
     mesh: &Mesh,
-    options: &ProblemOptions,
+    problem: Problem,
     settings: &SolveSettings,
     solver: SolverKind,
     progress: &Progress,
+    setup: f64,
 ) -> Result<Solution, PipelineError> {
     let start = Instant::now();
-    if options.kind == ProblemKind::Nonlinear && matches!(solver, SolverKind::Cg | SolverKind::Pcg)
-    {
-        return Err(PipelineError::Unsupported(format!(
-            "--solver {} is not available for the nonlinear problem: its Jacobian is not \
-             symmetric (the g2 = 2u∇u block), so CG does not apply; use --solver direct (the \
-             CPU default for this problem) or --solver gmres",
-            solver.name()
-        )));
-    }
-    backend.preflight(mesh, options, solver)?;
-    progress.stage("setting up the space and boundary conditions");
-    let problem = Problem::new(mesh, options)?;
     progress.stage("building the operator (geometry, tabulation)");
     let visitor = SolveVisitor {
         backend,
@@ -118,29 +218,40 @@ fn solve_on<B: SolveBackend>(
         Precision::F64 => problem.visit_form::<f64, _>(mesh, visitor)?,
         Precision::F32 => problem.visit_form::<f32, _>(mesh, visitor)?,
     };
-    progress.stage("computing the errors");
     let t = Instant::now();
-    let m = problem.manufactured;
-    let e = errors(
-        mesh,
-        &problem.space,
-        &outcome.u,
-        |x, out| m.exact(x, out),
-        |x, out| m.exact_grad(x, out),
-        None,
-    )?;
+    let errors = match problem.manufactured() {
+        Some(case) => {
+            progress.stage("computing the errors");
+            let m = case.manufactured;
+            let e = errors(
+                mesh,
+                &problem.space,
+                &outcome.u,
+                |x, out| m.exact(x, out),
+                |x, out| m.exact_grad(x, out),
+                None,
+            )?;
+            Some(ErrorReport {
+                l2: e.l2,
+                l2_rel: e.l2_rel,
+                h1: e.h1_semi,
+                h1_rel: e.h1_rel,
+            })
+        }
+        None => None,
+    };
     let errors_time = t.elapsed().as_secs_f64();
     let timings = Timings {
-        setup: outcome.setup,
+        setup: setup + outcome.setup,
         assembly: outcome.assembly,
         solve: outcome.solve,
         errors: errors_time,
-        total: start.elapsed().as_secs_f64(),
+        total: setup + start.elapsed().as_secs_f64(),
         ..Timings::default()
     };
     let report = SolveReport {
-        problem: options.kind.name(),
-        order: options.order,
+        problem: problem.name().to_string(),
+        order: problem.order(),
         precision: settings.precision.name(),
         cell_type: mesh.cell_type().name(),
         cells: mesh.num_cells(),
@@ -155,12 +266,7 @@ fn solve_on<B: SolveBackend>(
         newton: outcome.newton,
         residual: outcome.residual,
         timings,
-        errors: ErrorReport {
-            l2: e.l2,
-            l2_rel: e.l2_rel,
-            h1: e.h1_semi,
-            h1_rel: e.h1_rel,
-        },
+        errors,
         warnings: outcome.warnings,
     };
     Ok(Solution {

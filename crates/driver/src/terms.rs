@@ -24,8 +24,9 @@ pub(crate) fn full_residual<T: Real, P: Physics<T>>(
 
 /// The right-hand side of the matrix-free solve for the correction `w = u − g̃` (CPU and
 /// GPU): the boundary values lifted into the free rows with one residual evaluation
-/// (`−r(g̃)_f`, [`lift_residual`]) plus the natural-boundary load `neumann` there, and zero
-/// on the constrained rows (so its norm is that of the free equations alone).
+/// (`−r(g̃)_f`, [`lift_residual`], and `−(R g̃)_f` for a Robin term `R`) plus the
+/// natural-boundary load `neumann` there, and zero on the constrained rows (so its norm is
+/// that of the free equations alone).
 pub(crate) fn correction_rhs<T: Real, P: Physics<T>>(
     op: &FormOperator<T, P>,
     problem: &Problem,
@@ -34,10 +35,23 @@ pub(crate) fn correction_rhs<T: Real, P: Physics<T>>(
     let g: Vec<T> = to_real(&problem.boundary_values);
     let mut b = lift_residual(op, &problem.dirichlet_dofs, &g)?;
     let map = DofMap::new(problem.num_dofs(), &problem.dirichlet_dofs)?;
+    let mut rg = vec![T::zero(); g.len()];
+    add_robin(problem, &g, &mut rg);
     for &d in map.free() {
-        b[d as usize] += neumann[d as usize];
+        b[d as usize] += neumann[d as usize] - rg[d as usize];
     }
     Ok(b)
+}
+
+/// `out += R u` for the problem's Robin term `R` (nothing without one).
+pub(crate) fn add_robin<T: Real>(problem: &Problem, u: &[T], out: &mut [T]) {
+    if let Some(r) = problem.robin::<T>() {
+        let mut ru = vec![T::zero(); u.len()];
+        r.matvec(u, &mut ru);
+        for (o, v) in out.iter_mut().zip(ru) {
+            *o += v;
+        }
+    }
 }
 
 /// Converts an f64 slice to `T`.

@@ -76,9 +76,9 @@ fn check_with(
         kind.name(),
         mesh.cell_type(),
         cpu.report.iterations,
-        cpu.report.errors.l2,
+        cpu.report.errors.expect("manufactured errors").l2,
         gpu.report.iterations,
-        gpu.report.errors.l2,
+        gpu.report.errors.expect("manufactured errors").l2,
         num / den,
         gpu.report.method
     );
@@ -92,13 +92,15 @@ fn check_with(
     // mesh constant (10 here); where the discretisation error is itself near round-off
     // (high orders) that term, not the first, is what remains
     let (e, u_norm) = (
-        &cpu.report.errors,
-        cpu.report.errors.l2 / cpu.report.errors.l2_rel,
+        cpu.report.errors.expect("manufactured errors"),
+        cpu.report.errors.expect("manufactured errors").l2
+            / cpu.report.errors.expect("manufactured errors").l2_rel,
     );
     assert!(
-        (gpu.report.errors.l2 - e.l2).abs() <= 1e-6 * e.l2 + 10.0 * (num / den) * u_norm,
+        (gpu.report.errors.expect("manufactured errors").l2 - e.l2).abs()
+            <= 1e-6 * e.l2 + 10.0 * (num / den) * u_norm,
         "L2 errors {:e} (gpu) and {:e} (cpu)",
-        gpu.report.errors.l2,
+        gpu.report.errors.expect("manufactured errors").l2,
         e.l2
     );
 }
@@ -243,10 +245,10 @@ fn check_nonlinear(
          L2 {:.3e}, ‖F‖ {:?} | rel diff {:.1e} | {}",
         mesh.cell_type(),
         cn.steps,
-        cpu.report.errors.l2,
+        cpu.report.errors.expect("manufactured errors").l2,
         gn.steps,
         gn.linear_iterations,
-        gpu.report.errors.l2,
+        gpu.report.errors.expect("manufactured errors").l2,
         gn.residual_history,
         num / den,
         gpu.report.method
@@ -256,7 +258,12 @@ fn check_nonlinear(
         "GPU and CPU Newton solutions differ by {:e}",
         num / den
     );
-    assert!((gpu.report.errors.l2 - cpu.report.errors.l2).abs() <= 1e-6 * cpu.report.errors.l2);
+    assert!(
+        (gpu.report.errors.expect("manufactured errors").l2
+            - cpu.report.errors.expect("manufactured errors").l2)
+            .abs()
+            <= 1e-6 * cpu.report.errors.expect("manufactured errors").l2
+    );
     // converged, in few steps, quadratically once in the basin
     let h = &gn.residual_history;
     assert!(h[h.len() - 1] <= 1e-12 * h[0], "{h:?}");
@@ -343,5 +350,5 @@ fn a_case_without_a_gpu_path_falls_back_under_auto_and_is_an_error_under_cuda() 
     assert!(!used.is_gpu());
     let note = used.fallback_note().expect("a note");
     assert_eq!(note, format!("{err}; running on the CPU"));
-    assert!(solution.report.errors.l2_rel < 0.1);
+    assert!(solution.report.errors.expect("manufactured errors").l2_rel < 0.1);
 }

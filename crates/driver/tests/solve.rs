@@ -41,7 +41,10 @@ fn rates(levels: &[Solution]) -> Vec<(f64, f64)> {
     levels
         .windows(2)
         .map(|w| {
-            let (a, b) = (&w[0].report.errors, &w[1].report.errors);
+            let (a, b) = (
+                w[0].report.errors.expect("manufactured errors"),
+                w[1].report.errors.expect("manufactured errors"),
+            );
             ((a.l2 / b.l2).log2(), (a.h1 / b.h1).log2())
         })
         .collect()
@@ -65,7 +68,7 @@ fn p1_and_p2_poisson_converge_at_the_optimal_rates() {
             assert!((h1 - p).abs() < 0.2, "P{order}: H1 rate {h1}");
         }
         for l in &levels {
-            assert!(l.report.errors.l2_rel < 0.05);
+            assert!(l.report.errors.expect("manufactured errors").l2_rel < 0.05);
             assert!(l.report.residual.relative < 1e-9);
         }
     }
@@ -151,7 +154,10 @@ fn direct_and_matrix_free_solvers_agree() {
                 "{spec} {kind:?}: {solver:?} differs from direct by {diff}"
             );
             assert!(it.report.iterations > 0);
-            let (e1, e2) = (it.report.errors.l2, direct.report.errors.l2);
+            let (e1, e2) = (
+                it.report.errors.expect("manufactured errors").l2,
+                direct.report.errors.expect("manufactured errors").l2,
+            );
             // the solutions agree far below the discretisation error
             assert!((e1 - e2).abs() <= 1e-3 * e2, "{e1} vs {e2}");
         }
@@ -203,7 +209,11 @@ fn newton_converges_quadratically() {
     // step at least roughly doubles the number of correct digits once in the basin
     assert!(nw.orders.iter().any(|&q| q > 1.7), "orders {:?}", nw.orders);
     assert!(nw.step_lengths.iter().all(|&l| l > 0.0 && l <= 1.0));
-    assert!(s.report.errors.l2_rel < 1e-3, "{:?}", s.report.errors);
+    assert!(
+        s.report.errors.expect("manufactured errors").l2_rel < 1e-3,
+        "{:?}",
+        s.report.errors
+    );
 
     // direct solves report no Krylov iterations, one entry per step
     assert_eq!(nw.linear_iterations, vec![0; nw.steps]);
@@ -283,7 +293,10 @@ fn newton_gmres_reaches_the_newton_direct_solution() {
             nw.linear_iterations.iter().sum::<usize>(),
             it.report.iterations
         );
-        let (e1, e2) = (it.report.errors.l2, direct.report.errors.l2);
+        let (e1, e2) = (
+            it.report.errors.expect("manufactured errors").l2,
+            direct.report.errors.expect("manufactured errors").l2,
+        );
         assert!((e1 - e2).abs() <= 1e-6 * e2, "{e1} vs {e2}");
     }
 }
@@ -302,7 +315,10 @@ fn f32_solves_reach_the_f64_discretisation_error() {
         },
     );
     assert_eq!(s32.report.precision, "f32");
-    let (a, b) = (s32.report.errors.l2, s64.report.errors.l2);
+    let (a, b) = (
+        s32.report.errors.expect("manufactured errors").l2,
+        s64.report.errors.expect("manufactured errors").l2,
+    );
     assert!((a - b).abs() <= 0.05 * b, "f32 {a} vs f64 {b}");
 }
 

@@ -7,6 +7,9 @@
 //! Its nodes are the reference vertices in the mesh's own vertex order, so a cell's
 //! vertex coordinates are the map's coefficients without any permutation.
 //!
+//! [`PointLocator`] inverts the coordinate maps: it finds the cell containing a physical
+//! point and the point's reference coordinates there (probes, point sources, receivers).
+//!
 //! Conventions: `J[i][k] = ∂x_i/∂ξ_k` (row: physical direction, column: reference
 //! direction), `J⁻¹[k][i] = ∂ξ_k/∂x_i`. Everything is `f64`; kernels that run in `f32`
 //! convert the finished factors.
@@ -14,6 +17,7 @@
 mod cell_map;
 mod error;
 mod jacobian;
+mod locate;
 mod quad_geometry;
 mod source;
 #[cfg(test)]
@@ -22,5 +26,6 @@ mod test_meshes;
 pub use cell_map::{jacobian, map_point, CellMap};
 pub use error::GeometryError;
 pub use jacobian::{adjugate, Jacobian, DEGENERACY_TOLERANCE};
+pub use locate::{Located, PointLocator, LOCATE_TOLERANCE};
 pub use quad_geometry::{metric_len, QuadGeometry};
 pub use source::GeometrySource;

@@ -7,6 +7,7 @@
 
 mod boundary;
 mod element_matrix;
+mod facet;
 mod form;
 mod norms;
 pub mod tensor;
@@ -15,6 +16,7 @@ pub use boundary::{
     add_boundary_values, lift_residual, lift_rhs, neumann_rhs, ConstrainedOperator,
 };
 pub use element_matrix::ElementMatrices;
+pub use facet::{for_each_facet_point, FacetPoint};
 pub use form::{
     Accumulation, AuxField, AuxLayout, FormError, FormOperator, FormOptions, Linearized,
     Quadrature, ResidualModel, ResidualShape, MAX_AUX, MAX_COMPONENTS,

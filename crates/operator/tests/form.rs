@@ -24,6 +24,7 @@ fn cuda_stub<T: Real, P: Physics<T>>(p: &P) -> CudaPhysics {
         dim: p.dim(),
         ncomp: p.ncomp(),
         naux: p.naux(),
+        reads_x: false,
         terms: p.terms(),
         jacobian: p.jacobian_terms(),
     }

@@ -20,10 +20,15 @@ pub(crate) fn physics_source(
     forcing: Option<&Manufactured>,
     bodies: [String; 6],
 ) -> String {
+    let prelude = forcing.map(Manufactured::forcing_cuda).unwrap_or_default();
+    physics_source_with(title, &prelude, bodies)
+}
+
+/// Like [`physics_source`], with `prelude` (helper functions the bodies call) in place of
+/// a manufactured forcing.
+pub(crate) fn physics_source_with(title: &str, prelude: &str, bodies: [String; 6]) -> String {
     let mut s = format!("// ferrofem physics: {title}\n");
-    if let Some(m) = forcing {
-        s.push_str(&m.forcing_cuda());
-    }
+    s.push_str(prelude);
     for ((name, out), body) in FUNCTIONS.iter().zip(bodies) {
         s.push_str(&format!(
             "static __device__ __forceinline__ void {name}(const real* x, const real* u, \

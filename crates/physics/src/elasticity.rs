@@ -41,6 +41,71 @@ pub(crate) fn check_lame(
     )
 }
 
+/// The isotropic Hooke stress `σ = λ tr(ε) I + 2μ ε` of the displacement gradient `du`
+/// (`du[c * d + k]`), into `f1[i * d + k]`.
+#[inline]
+pub(crate) fn hooke_stress<T: Real>(d: usize, lambda: T, mu: T, du: &[T], f1: &mut [T]) {
+    let mut tr = T::zero();
+    for k in 0..d {
+        tr += du[k * d + k];
+    }
+    for i in 0..d {
+        for k in 0..d {
+            let mut s = mu * (du[i * d + k] + du[k * d + i]);
+            if i == k {
+                s += lambda * tr;
+            }
+            f1[i * d + k] = s;
+        }
+    }
+}
+
+/// `∂σ_ik/∂(∂_l u_j) = λ δ_ik δ_jl + μ (δ_ij δ_kl + δ_il δ_jk)` into
+/// `g3[((i * d + j) * d + k) * d + l]`.
+#[inline]
+pub(crate) fn hooke_tensor<T: Real>(d: usize, lambda: T, mu: T, g3: &mut [T]) {
+    for i in 0..d {
+        for j in 0..d {
+            for k in 0..d {
+                for l in 0..d {
+                    let mut s = T::zero();
+                    if i == k && j == l {
+                        s += lambda;
+                    }
+                    if i == j && k == l {
+                        s += mu;
+                    }
+                    if i == l && j == k {
+                        s += mu;
+                    }
+                    g3[((i * d + j) * d + k) * d + l] = s;
+                }
+            }
+        }
+    }
+}
+
+/// [`hooke_stress`] as CUDA C statements, with `lam` and `mu` in scope.
+pub(crate) fn hooke_stress_cuda(d: usize) -> String {
+    format!(
+        "  real tr = (real)0;\n  for (int k = 0; k < {d}; ++k) tr += du[k * {d} + k];\n  \
+         for (int i = 0; i < {d}; ++i)\n    for (int k = 0; k < {d}; ++k) {{\n      \
+         real s = mu * (du[i * {d} + k] + du[k * {d} + i]);\n      \
+         if (i == k) s += lam * tr;\n      f1[i * {d} + k] = s;\n    }}\n"
+    )
+}
+
+/// [`hooke_tensor`] as CUDA C statements, with `lam` and `mu` in scope.
+pub(crate) fn hooke_tensor_cuda(d: usize) -> String {
+    format!(
+        "  for (int i = 0; i < {d}; ++i)\n  for (int j = 0; j < {d}; ++j)\n  \
+         for (int k = 0; k < {d}; ++k)\n  for (int l = 0; l < {d}; ++l) {{\n    \
+         real s = (real)0;\n    if (i == k && j == l) s += lam;\n    \
+         if (i == j && k == l) s += mu;\n    if (i == l && j == k) s += mu;\n    \
+         g3[((i * {d} + j) * {d} + k) * {d} + l] = s;\n  }}\n"
+    )
+}
+
 impl Elasticity {
     /// A validated elasticity physics.
     pub fn new(
@@ -118,47 +183,10 @@ impl<T: Real> Physics<T> for Elasticity {
         }
     }
     fn f1(&self, p: &Point<'_, T>, f1: &mut [T]) {
-        let d = self.dim;
-        let du = p.du;
-        let lambda = T::of(self.lambda);
-        let mu = T::of(self.mu);
-        let mut tr = T::zero();
-        for k in 0..d {
-            tr += du[k * d + k];
-        }
-        for i in 0..d {
-            for k in 0..d {
-                let mut s = mu * (du[i * d + k] + du[k * d + i]);
-                if i == k {
-                    s += lambda * tr;
-                }
-                f1[i * d + k] = s;
-            }
-        }
+        hooke_stress(self.dim, T::of(self.lambda), T::of(self.mu), p.du, f1);
     }
     fn g3(&self, _p: &Point<'_, T>, g3: &mut [T]) {
-        let d = self.dim;
-        let lambda = T::of(self.lambda);
-        let mu = T::of(self.mu);
-        for i in 0..d {
-            for j in 0..d {
-                for k in 0..d {
-                    for l in 0..d {
-                        let mut s = T::zero();
-                        if i == k && j == l {
-                            s += lambda;
-                        }
-                        if i == j && k == l {
-                            s += mu;
-                        }
-                        if i == l && j == k {
-                            s += mu;
-                        }
-                        g3[((i * d + j) * d + k) * d + l] = s;
-                    }
-                }
-            }
-        }
+        hooke_tensor(self.dim, T::of(self.lambda), T::of(self.mu), g3);
     }
 
     fn cuda(&self) -> CudaPhysics {
@@ -176,19 +204,8 @@ impl<T: Real> Physics<T> for Elasticity {
             ),
             None => String::new(),
         };
-        let f1 = format!(
-            "{consts}  real tr = (real)0;\n  for (int k = 0; k < {d}; ++k) tr += du[k * {d} + k];\n  \
-             for (int i = 0; i < {d}; ++i)\n    for (int k = 0; k < {d}; ++k) {{\n      \
-             real s = mu * (du[i * {d} + k] + du[k * {d} + i]);\n      \
-             if (i == k) s += lam * tr;\n      f1[i * {d} + k] = s;\n    }}\n"
-        );
-        let g3 = format!(
-            "{consts}  for (int i = 0; i < {d}; ++i)\n  for (int j = 0; j < {d}; ++j)\n  \
-             for (int k = 0; k < {d}; ++k)\n  for (int l = 0; l < {d}; ++l) {{\n    \
-             real s = (real)0;\n    if (i == k && j == l) s += lam;\n    \
-             if (i == j && k == l) s += mu;\n    if (i == l && j == k) s += mu;\n    \
-             g3[((i * {d} + j) * {d} + k) * {d} + l] = s;\n  }}\n"
-        );
+        let f1 = format!("{consts}{}", hooke_stress_cuda(d));
+        let g3 = format!("{consts}{}", hooke_tensor_cuda(d));
         CudaPhysics {
             name: cuda_name("elasticity", d),
             source: physics_source(
@@ -202,6 +219,7 @@ impl<T: Real> Physics<T> for Elasticity {
             dim: d,
             ncomp: d,
             naux: 0,
+            reads_x: forcing.is_some(),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

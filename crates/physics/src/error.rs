@@ -32,6 +32,20 @@ pub enum PhysicsError {
         /// What the parameter must satisfy.
         requirement: &'static str,
     },
+    /// A coefficient of a configured region outside its valid range (or of the wrong
+    /// kind), at a point.
+    RegionParameter {
+        /// The region's name.
+        region: String,
+        /// The parameter's name.
+        name: &'static str,
+        /// The value found (NaN when the problem is not a value).
+        value: f64,
+        /// Where (empty for a constant).
+        at: Vec<f64>,
+        /// What the parameter must satisfy.
+        requirement: &'static str,
+    },
     /// A forcing whose dimension or number of components differs from the physics'.
     ForcingMismatch {
         /// Which physics.
@@ -69,6 +83,23 @@ impl fmt::Display for PhysicsError {
                 f,
                 "{physics}: parameter {name} = {value} is invalid ({requirement})"
             ),
+            PhysicsError::RegionParameter {
+                region,
+                name,
+                value,
+                at,
+                requirement,
+            } => {
+                write!(f, "region `{}`: {name}", region.escape_debug())?;
+                if !value.is_nan() {
+                    write!(f, " = {value}")?;
+                }
+                if !at.is_empty() {
+                    let xs: Vec<String> = at.iter().map(|v| format!("{v}")).collect();
+                    write!(f, " at ({})", xs.join(", "))?;
+                }
+                write!(f, " is invalid ({requirement})")
+            }
             PhysicsError::ForcingMismatch {
                 physics,
                 physics_shape,

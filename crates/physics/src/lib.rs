@@ -14,22 +14,30 @@
 //! [`NonlinearDiffusion`]. Each can carry the forcing of a [`Manufactured`] solution, whose
 //! exact solution, gradient, forcing and boundary flux are available on the host and the
 //! forcing and exact solution also as CUDA C.
+//!
+//! [`ModelPhysics`] is the physics of problem files: the equation chosen by name, and per
+//! region coefficients and sources given as constants or expressions ([`Coef`]).
 
+mod coefficient;
 mod cuda_source;
 mod elasticity;
 mod error;
 mod manufactured;
 mod mass;
+mod model;
+mod model_cuda;
 mod nonlinear_diffusion;
 mod point;
 mod poisson;
 mod poisson_varcoef;
 mod screened_poisson;
 
+pub use coefficient::{Coef, MAX_VARIABLES};
 pub use elasticity::Elasticity;
 pub use error::PhysicsError;
 pub use manufactured::{varcoef_kappa, varcoef_kappa_cuda, Manufactured};
 pub use mass::Mass;
+pub use model::{Material, ModelKind, ModelPhysics, Moduli, Region};
 pub use nonlinear_diffusion::NonlinearDiffusion;
 pub use point::{CudaPhysics, JacobianTerms, Physics, Point, ResidualTerms};
 pub use poisson::Poisson;

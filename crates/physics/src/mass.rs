@@ -105,6 +105,7 @@ impl<T: Real> Physics<T> for Mass {
             dim: self.dim,
             ncomp: nc,
             naux: 0,
+            reads_x: false,
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

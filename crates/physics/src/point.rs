@@ -68,6 +68,9 @@ pub struct CudaPhysics {
     pub ncomp: usize,
     /// Auxiliary fields.
     pub naux: usize,
+    /// The functions read the physical point `x` (a coefficient or forcing of the
+    /// coordinates), so kernels must supply it.
+    pub reads_x: bool,
     /// Residual terms present.
     pub terms: ResidualTerms,
     /// Jacobian blocks present.

@@ -121,6 +121,7 @@ impl<T: Real> Physics<T> for PoissonVarCoef {
             dim: d,
             ncomp: 1,
             naux: 1,
+            reads_x: forcing.is_some(),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

@@ -134,6 +134,7 @@ impl<T: Real> Physics<T> for ScreenedPoisson {
             dim: d,
             ncomp: 1,
             naux: 0,
+            reads_x: forcing.is_some(),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

@@ -4,9 +4,11 @@
 //! Rust half (compiled with g++ on the CPU, and with NVRTC when it is available).
 
 use ferrofem_base::Real;
+use ferrofem_expr::{Expr, Symbols};
 use ferrofem_physics::{
-    varcoef_kappa, varcoef_kappa_cuda, Elasticity, Manufactured, Mass, NonlinearDiffusion, Physics,
-    Point, Poisson, PoissonVarCoef, ScreenedPoisson,
+    varcoef_kappa, varcoef_kappa_cuda, Coef, Elasticity, Manufactured, Mass, Material, ModelKind,
+    ModelPhysics, Moduli, NonlinearDiffusion, Physics, Point, Poisson, PoissonVarCoef, Region,
+    ScreenedPoisson,
 };
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -94,6 +96,110 @@ fn cases() -> Vec<Case> {
         v.push(case(
             &format!("nonlinear-{d}"),
             NonlinearDiffusion::new(d, None).unwrap(),
+            None,
+        ));
+        v.extend(model_cases(d));
+    }
+    v
+}
+
+/// A coefficient of `x, y[, z]` (and `u` where `with_u`) from its text.
+fn coef(text: &str, d: usize, with_u: bool) -> Coef {
+    let mut s = Symbols::new();
+    for name in ["x", "y", "z"].iter().take(d) {
+        s = s.variable(name).unwrap();
+    }
+    if with_u {
+        s = s.variable("u").unwrap();
+    }
+    Coef::of(Expr::parse(text, &s).unwrap())
+}
+
+/// Configured physics (problem files): two regions with expression and constant
+/// coefficients, sources, reaction, plane stress, and a conductivity that depends on `u`.
+fn model_cases(d: usize) -> Vec<Case> {
+    let region = |name: &str, material: Material, source: Vec<Coef>| Region {
+        name: name.into(),
+        material,
+        source,
+    };
+    let diffusion = ModelPhysics::new(
+        d,
+        ModelKind::Diffusion,
+        vec![
+            region(
+                "a",
+                Material::Diffusion {
+                    kappa: coef("1 + x*y + 0.5*sin(3*x)", d, false),
+                    reaction: Coef::Const(0.0),
+                },
+                vec![coef("exp(-x) * cos(y)", d, false)],
+            ),
+            region(
+                "b",
+                Material::Diffusion {
+                    kappa: Coef::Const(3.5),
+                    reaction: coef("0.25 + x^2", d, false),
+                },
+                vec![Coef::Const(2.0)],
+            ),
+        ],
+    )
+    .unwrap();
+    let elastic = |plane_stress: bool| {
+        ModelPhysics::new(
+            d,
+            ModelKind::Elasticity { plane_stress },
+            vec![
+                region(
+                    "soft",
+                    Material::Elasticity(Moduli::Young {
+                        young: coef("2 + x - 0.5*y", d, false),
+                        poisson: Coef::Const(0.3),
+                    }),
+                    (0..d)
+                        .map(|c| coef(&format!("{c} + x*y"), d, false))
+                        .collect(),
+                ),
+                region(
+                    "hard",
+                    Material::Elasticity(Moduli::Lame {
+                        lambda: Coef::Const(1.2),
+                        mu: coef("0.8 + 0.1*x", d, false),
+                    }),
+                    Vec::new(),
+                ),
+            ],
+        )
+        .unwrap()
+    };
+    let nonlinear = ModelPhysics::new(
+        d,
+        ModelKind::NonlinearDiffusion,
+        vec![region(
+            "only",
+            Material::Diffusion {
+                kappa: coef("1 + u^2 + 0.5*x*exp(u/2)", d, true),
+                reaction: Coef::Const(0.0),
+            },
+            vec![coef("1 + y", d, false)],
+        )],
+    )
+    .unwrap();
+    let mut v = vec![
+        case(&format!("model-diffusion-{d}"), diffusion.clone(), None),
+        case(
+            &format!("model-diffusion-operator-{d}"),
+            diffusion.without_source(),
+            None,
+        ),
+        case(&format!("model-elastic-{d}"), elastic(false), None),
+        case(&format!("model-nonlinear-{d}"), nonlinear, None),
+    ];
+    if d == 2 {
+        v.push(case(
+            &format!("model-elastic-plane-stress-{d}"),
+            elastic(true),
             None,
         ));
     }

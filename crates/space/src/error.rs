@@ -9,6 +9,28 @@ pub enum SpaceError {
     /// A mesh query failed (e.g. a tagged facet that is not a facet of any cell).
     #[error(transparent)]
     Mesh(#[from] ferrofem_mesh::MeshError),
+    /// The coordinate map of a cell could not be evaluated (a probe's Jacobian), or is
+    /// inverted or degenerate there.
+    #[error(transparent)]
+    Geometry(#[from] ferrofem_geometry::GeometryError),
+    /// A cell index beyond the space's mesh.
+    #[error("cell {cell} is out of range (the space has {num_cells} cells)")]
+    CellOutOfRange {
+        /// Requested cell.
+        cell: usize,
+        /// Number of cells of the space.
+        num_cells: usize,
+    },
+    /// An argument slice of the wrong length.
+    #[error("{len} {what} given, expected {expected}")]
+    Length {
+        /// What the slice holds.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// The length required.
+        expected: usize,
+    },
     /// A boundary tag that no facet of the mesh carries.
     #[error("no facet carries tag {tag}; tags present: {present:?}")]
     UnknownTag {

@@ -2,7 +2,8 @@
 //! supported order (shared edge and face dofs numbered consistently whatever the local
 //! orientation of the cells), vector-valued fields, the element restriction (gather of an
 //! L-vector into an E-vector and its transpose, the scatter-add), dof coordinates and
-//! boundary dofs by tag or by predicate.
+//! boundary dofs by tag or by predicate, and point evaluation of fields (probes:
+//! [`H1Space::eval_at`], [`H1Space::eval_grad_at`]).
 //!
 //! Vector layouts, used throughout ferrofem:
 //! - **L-vector** (global): node-major, components interleaved, `l[node * ncomp + c]`.
@@ -11,6 +12,7 @@
 
 mod error;
 mod numbering;
+mod probe;
 mod restriction;
 mod space;
 

@@ -228,7 +228,8 @@ impl H1Space {
         l
     }
 
-    fn check_mesh(&self, mesh: &Mesh) -> Result<(), SpaceError> {
+    /// Checks that `mesh` is (by its cell and vertex counts) the mesh the space was built on.
+    pub(crate) fn check_mesh(&self, mesh: &Mesh) -> Result<(), SpaceError> {
         if mesh.num_cells() != self.mesh_cells || mesh.num_vertices() != self.mesh_vertices {
             return Err(SpaceError::MeshMismatch {
                 expected_cells: self.mesh_cells,

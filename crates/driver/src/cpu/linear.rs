@@ -3,6 +3,7 @@
 //! CG, Jacobi-PCG or Jacobi-GMRES (see [`crate::cpu`]).
 
 use super::counted::Counted;
+use super::robin::WithRobin;
 use crate::linear_system::{assemble_system_of, BcMode};
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
@@ -93,7 +94,13 @@ pub(super) fn matrix_free<T: Real, P: Physics<T>>(
     case.progress.stage("right-hand side and boundary lifting");
     let constrained = &case.problem.dirichlet_dofs;
     let b = correction_rhs(op, case.problem, &case.neumann::<T>()?)?;
-    let cop = ConstrainedOperator::new(op.linearize(&[]), constrained)?;
+    let cop = ConstrainedOperator::new(
+        WithRobin {
+            op: op.linearize(&[]),
+            robin: case.problem.robin::<T>(),
+        },
+        constrained,
+    )?;
     let label = case.solver.name();
     let counted = Counted {
         op: &cop,

@@ -38,10 +38,10 @@
 mod counted;
 mod linear;
 mod newton;
+mod robin;
 
 use crate::pipeline_error::PipelineError;
-use crate::problem::{ProblemKind, ProblemOptions};
-use crate::seam::{Outcome, SolveBackend, SolveCase};
+use crate::seam::{Outcome, ProblemTraits, SolveBackend, SolveCase};
 use crate::settings::SolverKind;
 use ferrofem_assembly::predicted_lagrange_system;
 use ferrofem_base::Real;
@@ -59,11 +59,11 @@ impl SolveBackend for CpuBackend {
     fn preflight(
         &self,
         mesh: &Mesh,
-        options: &ProblemOptions,
+        traits: &ProblemTraits,
         solver: SolverKind,
     ) -> Result<(), PipelineError> {
         if solver == SolverKind::Direct {
-            check_direct_memory(mesh, options)?;
+            check_direct_memory(mesh, traits)?;
         }
         Ok(())
     }
@@ -97,18 +97,13 @@ impl SolveBackend for CpuBackend {
 /// whose predicted factor (with the assembled matrix) does not fit in the available
 /// memory: the space, operator and matrix of such a problem would take minutes and
 /// gigabytes before the factorisation's own exact check could refuse it.
-fn check_direct_memory(mesh: &Mesh, options: &ProblemOptions) -> Result<(), PipelineError> {
-    let ncomp = if options.kind == ProblemKind::Elasticity {
-        mesh.dim()
-    } else {
-        1
-    };
+fn check_direct_memory(mesh: &Mesh, traits: &ProblemTraits) -> Result<(), PipelineError> {
     let p = predicted_lagrange_system(
         mesh.cell_type(),
         mesh.num_cells(),
         mesh.num_vertices(),
-        options.order,
-        ncomp,
+        traits.order,
+        traits.ncomp,
     );
     // the assembled matrix: values, column indices and row offsets
     let matrix = 12 * p.nnz + 8 * p.dofs;
@@ -116,7 +111,7 @@ fn check_direct_memory(mesh: &Mesh, options: &ProblemOptions) -> Result<(), Pipe
         p.dofs as usize,
         p.nnz as usize,
         mesh.dim(),
-        options.kind != ProblemKind::Nonlinear,
+        traits.symmetric,
         matrix,
     )?;
     Ok(())

@@ -8,7 +8,7 @@
 
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
-use crate::problem::{Coefficient, Problem, ProblemKind};
+use crate::problem::{Definition, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::report::ResidualReport;
 use crate::seam::{Outcome, SolveCase};
@@ -22,7 +22,7 @@ use ferrofem_cuda::residual::{Aux, GpuResidual, ResidualConfig};
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::TensorKind;
-use ferrofem_operator::{add_boundary_values, FormOperator};
+use ferrofem_operator::{add_boundary_values, AuxField, FormOperator};
 use ferrofem_physics::{Elasticity, Physics, Poisson, PoissonVarCoef};
 use ferrofem_solver::{cg, gmres, pcg, GmresOptions, SolveOptions};
 use std::sync::Arc;
@@ -45,6 +45,11 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
         return Err(PipelineError::NoGpuPath(
             "--solver direct runs on the CPU; use --solver pcg, cg or gmres with --backend cuda"
                 .into(),
+        ));
+    }
+    if problem.robin::<f64>().is_some() {
+        return Err(PipelineError::NoGpuPath(
+            "Robin conditions run on the CPU (--backend cpu)".into(),
         ));
     }
     let t = Instant::now();
@@ -119,7 +124,9 @@ fn needs_jacobi(solver: SolverKind) -> bool {
 /// Whether the GPU solve of `problem` runs the bake-off diffusion kernel (Poisson on
 /// hexahedra), whose diagonal the device computes; otherwise the residual kernels.
 fn uses_bp_kernel(mesh: &Mesh, problem: &Problem) -> bool {
-    mesh.cell_type() == CellType::Hexahedron && problem.options.kind == ProblemKind::Poisson
+    mesh.cell_type() == CellType::Hexahedron
+        && problem.constant_diffusion().is_some()
+        && matches!(problem.aux(), AuxField::None)
 }
 
 /// Solution correction, Krylov statistics, method description, build and solve seconds.
@@ -148,7 +155,6 @@ fn run<G: GpuReal>(
     let blas = GpuBlas::<G>::new(dev)?;
     let space = &problem.space;
     let ct = mesh.cell_type();
-    let o = &problem.options;
     let dim = mesh.dim();
     let conv = |v: &[f64]| v.iter().map(|&x| G::of(x)).collect::<Vec<G>>();
     // one per solve, on the stack for its duration: the variants' sizes do not matter
@@ -174,23 +180,35 @@ fn run<G: GpuReal>(
         let numbered = plan.number(space)?;
         let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
         renumbered = numbered.new_of().map(<[u32]>::to_vec);
-        (Op::Bp(op), o.kappa, "BP3 sum-factorised diffusion kernel")
+        let kappa = problem.constant_diffusion().unwrap_or(1.0);
+        (Op::Bp(op), kappa, "BP3 sum-factorised diffusion kernel")
     } else if ct.is_simplex() {
-        let cuda = match o.kind {
-            ProblemKind::Poisson => Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?),
-            ProblemKind::PoissonVarcoef => Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?),
-            ProblemKind::Elasticity => {
-                Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
+        // the operator's physics without its source (the right-hand side came from the CPU)
+        let cuda = match &problem.definition {
+            Definition::Model(m) => Physics::<f64>::cuda(&m.physics.without_source()),
+            Definition::Manufactured(m) => {
+                let o = &m.options;
+                match o.kind {
+                    ProblemKind::Poisson => {
+                        Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?)
+                    }
+                    ProblemKind::PoissonVarcoef => {
+                        Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?)
+                    }
+                    ProblemKind::Elasticity => {
+                        Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
+                    }
+                    ProblemKind::Nonlinear => unreachable!("checked linear"),
+                }
             }
-            ProblemKind::Nonlinear => unreachable!("checked linear"),
         };
         // the GPU kernel reads a nodal coefficient in the solution's scalar space
         let scalar = space.with_ncomp(1)?;
         let nodal: Vec<f64>;
-        let aux = match &problem.coefficient {
-            None => Aux::None,
-            Some(Coefficient::Cellwise(v)) => Aux::Cellwise(v),
-            Some(Coefficient::Nodal { space: cs, values }) => {
+        let aux = match problem.aux() {
+            AuxField::None => Aux::None,
+            AuxField::Cellwise { values, .. } => Aux::Cellwise(values),
+            AuxField::Nodal { space: cs, values } => {
                 if cs.num_nodes() == scalar.num_nodes() && cs.order() == scalar.order() {
                     Aux::Nodal(values)
                 } else if cs.order() <= scalar.order() {
@@ -219,8 +237,9 @@ fn run<G: GpuReal>(
         (Op::Res(r), 1.0, "thread-transposition residual kernel")
     } else {
         return Err(PipelineError::NoGpuPath(format!(
-            "the GPU solve covers Poisson on hexahedra and linear problems on triangles and tetrahedra, not {} on {}",
-            o.kind.name(),
+            "the GPU solve covers Poisson with one constant coefficient on hexahedra and \
+             linear problems on triangles and tetrahedra, not {} on {}",
+            problem.name(),
             ct
         )));
     };

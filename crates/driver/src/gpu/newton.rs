@@ -25,7 +25,8 @@ use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Solves the nonlinear problem `−∇·((1 + u²)∇u) = f` on `dev` by Newton–GMRES with every
+/// Solves a nonlinear problem (the manufactured `−∇·((1 + u²)∇u) = f`, or a problem
+/// file's nonlinear diffusion `−∇·(κ(x, u)∇u) = f`) on `dev` by Newton–GMRES with every
 /// Newton and Krylov vector on the device (triangles and tetrahedra; f64 or f32).
 ///
 /// - **Residual.** `F(u) = r(u) + c` on the free dofs, where `r` is the residual kernel of
@@ -114,15 +115,27 @@ fn newton_run<G: GpuReal, T: Real, P: Physics<T>>(
     let t = Instant::now();
     progress.stage("building the GPU residual and Jacobian kernels (compiled or cached)");
     let blas = GpuBlas::<G>::new(dev)?;
-    let physics = NonlinearDiffusion::new(mesh.dim(), None)?;
-    let cuda = Physics::<f64>::cuda(&physics);
+    // the physics without its source (the source is in `load`)
+    let (cuda, aux) = match problem.model() {
+        Some(m) if m.cell_slots.is_empty() => {
+            (Physics::<f64>::cuda(&m.physics.without_source()), Aux::None)
+        }
+        Some(m) => (
+            Physics::<f64>::cuda(&m.physics.without_source()),
+            Aux::Cellwise(&m.cell_slots),
+        ),
+        None => (
+            Physics::<f64>::cuda(&NonlinearDiffusion::new(mesh.dim(), None)?),
+            Aux::None,
+        ),
+    };
     let res = GpuResidual::<G>::new(
         dev,
         mesh,
         &problem.space,
         &cuda,
         op.rule(),
-        Aux::None,
+        aux,
         ResidualConfig::new(),
         true,
     )?;

@@ -1,0 +1,32 @@
+//! ferrofem: a finite-element engine whose hot loops run at the memory-bandwidth limit of
+//! a GPU or a multicore CPU. This crate is the library as users call it; each module is
+//! one of the engine's crates.
+//!
+//! - Pose a problem in a file and solve it ([`driver`]): [`driver::ProblemFile::read`],
+//!   [`driver::ProblemFile::setup`], [`driver::solve_problem`], then derived fields,
+//!   boundary integrals and probes from [`driver::post`]. The format is described in
+//!   [`driver::file`].
+//! - Write your own physics ([`physics`]): implement [`physics::Physics`] (the pointwise
+//!   `f0, f1` and their derivatives `g0..g3`, and their CUDA C half), and apply it with a
+//!   [`operator::FormOperator`] on a [`space::H1Space`] of a [`mesh::Mesh`]; solve with
+//!   [`solver`] on the CPU or, with the `cuda` feature, [`cuda`]'s residual kernels and
+//!   device Krylov methods.
+//!
+//! Examples (`cargo run --release --example NAME`): `elasticity_file` (a problem file,
+//! solved and post-processed through the library), `user_physics` (a physics of one's own
+//! on a Gmsh mesh, on the CPU and the GPU).
+
+pub use ferrofem_assembly as assembly;
+pub use ferrofem_base as base;
+#[cfg(feature = "cuda")]
+pub use ferrofem_cuda as cuda;
+pub use ferrofem_driver as driver;
+pub use ferrofem_expr as expr;
+pub use ferrofem_fe as fe;
+pub use ferrofem_geometry as geometry;
+pub use ferrofem_io as io;
+pub use ferrofem_mesh as mesh;
+pub use ferrofem_operator as operator;
+pub use ferrofem_physics as physics;
+pub use ferrofem_solver as solver;
+pub use ferrofem_space as space;
