@@ -1,21 +1,22 @@
 //! A physics of one's own: anisotropic conduction with absorption,
 //! `−∇·(K∇u) + c u = f`, written as pointwise functions (`f0 = c u − f`, `f1 = K∇u`,
-//! `g0 = c`, `g3 = K`) in Rust and as CUDA C, solved on a Gmsh mesh (the two-layer wall's
-//! triangles) with the engine's building blocks: Jacobi-PCG on the CPU's matrix-free form
-//! operator, and, when a GPU is usable, the same solve with the physics inlined in the GPU
-//! residual kernel and every vector on the device. The two solutions are compared.
+//! `g0 = c`, `g3 = K`) in Rust and as CUDA C, set up on a Gmsh mesh (the two-layer wall's
+//! triangles) with boundary conditions by group name, and solved through the library's
+//! pipeline on the CPU and, when a GPU is usable, on the GPU (the physics inlined in the
+//! residual kernels, every Krylov vector on the device). The two solutions are compared.
 //!
 //! `cargo run --release --example user_physics [MESH.msh]` (a 2-D mesh with boundary groups
 //! `hot` and `cold`)
 
-use ferrofem::base::{LinearOperator, Real};
-use ferrofem::mesh::{read_gmsh, Mesh};
-use ferrofem::operator::{add_boundary_values, lift_residual, ConstrainedOperator, FormOperator};
-use ferrofem::physics::{CudaPhysics, JacobianTerms, Physics, Point, ResidualTerms};
-use ferrofem::solver::{pcg, CpuSpace, SolveOptions};
-use ferrofem::space::H1Space;
+use ferrofem::base::Real;
+use ferrofem::driver::file::{BoundaryCondition, BoundarySpec};
+use ferrofem::driver::post::boundary_integrals;
+use ferrofem::driver::{own_problem, select, solve_problem, BackendArg, Progress, SolveSettings};
+use ferrofem::mesh::read_gmsh;
+use ferrofem::physics::{Coef, CudaPhysics, JacobianTerms, Physics, Point, ResidualTerms};
 use std::error::Error;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `−∇·(K∇u) + c u = f` in 2-D with a constant symmetric positive definite `K`.
 #[derive(Clone, Debug)]
@@ -24,7 +25,7 @@ struct Anisotropic {
     k: [[f64; 2]; 2],
     /// The absorption coefficient.
     c: f64,
-    /// The source (zero for the operator alone).
+    /// The source.
     f: f64,
 }
 
@@ -111,28 +112,6 @@ impl<T: Real> Physics<T> for Anisotropic {
     }
 }
 
-/// The nodes of the boundary groups `names` and `u = value` on them.
-fn dirichlet(
-    mesh: &Mesh,
-    space: &H1Space,
-    groups: &[(&str, f64)],
-) -> Result<(Vec<u32>, Vec<f64>), Box<dyn Error>> {
-    let mut g = vec![0.0; space.num_dofs()];
-    let mut dofs = Vec::new();
-    for &(name, value) in groups {
-        let tag = mesh
-            .tag_of(1, name)
-            .ok_or_else(|| format!("the mesh has no boundary group {name}"))?;
-        for n in space.tagged_nodes(mesh, &[tag])? {
-            g[n as usize] = value;
-            dofs.push(n);
-        }
-    }
-    dofs.sort_unstable();
-    dofs.dedup();
-    Ok((dofs, g))
-}
-
 fn main() -> Result<(), Box<dyn Error>> {
     let path = std::env::args()
         .nth(1)
@@ -141,109 +120,66 @@ fn main() -> Result<(), Box<dyn Error>> {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/meshes/two_layers_tri.msh")
         });
     let mesh = read_gmsh(&path)?;
-    let space = H1Space::new(&mesh, 2, 1)?;
     let physics = Anisotropic {
         k: [[2.0, 0.6], [0.6, 1.0]],
         c: 0.5,
         f: 10.0,
     };
-    let (dofs, g) = dirichlet(&mesh, &space, &[("hot", 100.0), ("cold", 0.0)])?;
+    let dirichlet = |v: f64| BoundaryCondition::Dirichlet(vec![Some(Coef::Const(v))]);
+    let problem = own_problem(
+        &mesh,
+        "anisotropic",
+        2,
+        Arc::new(physics),
+        &[
+            BoundarySpec::new("hot", dirichlet(100.0)),
+            BoundarySpec::new("cold", dirichlet(0.0)),
+        ],
+    )?;
     println!(
-        "{}: {} triangles, P2, {} dofs ({} on the Dirichlet boundary)",
+        "{}: {} triangles, P2, {} dofs (Dirichlet on {})",
         path.display(),
         mesh.num_cells(),
-        space.num_dofs(),
-        dofs.len()
+        problem.num_dofs(),
+        problem.dirichlet_description()
     );
-
-    // CPU: the residual r(u) = A u − F of the form; solve A w = −r(g) on the free dofs for
-    // the correction w = u − g (zero on the Dirichlet dofs)
-    let op = FormOperator::<f64, _>::new(&mesh, &space, physics.clone())?;
-    let b = lift_residual(&op, &dofs, &g)?;
-    let a = ConstrainedOperator::new(op.linearize(&[]), &dofs)?;
-    let diag = a.diagonal().ok_or("no diagonal")?;
-    let opts = SolveOptions {
-        rtol: 1e-12,
-        ..SolveOptions::default()
+    let settings = SolveSettings {
+        rtol: Some(1e-12),
+        ..SolveSettings::default()
     };
-    let mut u_cpu = vec![0.0; b.len()];
-    let stats = pcg(&CpuSpace::with_jacobi(&a, &diag)?, &b, &mut u_cpu, &opts)?;
-    add_boundary_values(&mut u_cpu, &dofs, &g)?;
-    println!(
-        "CPU: Jacobi-PCG, {} iterations, max u = {:.6}",
-        stats.iterations,
-        u_cpu.iter().cloned().fold(f64::MIN, f64::max)
-    );
-
-    #[cfg(feature = "cuda")]
-    gpu(
-        &mesh, &space, &physics, &op, &dofs, &g, &b, &diag, &opts, &u_cpu,
-    )?;
-    Ok(())
-}
-
-/// The same solve on the GPU: the residual kernel inlines the physics' CUDA half (without
-/// the source, which is in `b`), Dirichlet rows are the identity, every vector is on the
-/// device.
-#[cfg(feature = "cuda")]
-#[allow(clippy::too_many_arguments)]
-fn gpu(
-    mesh: &Mesh,
-    space: &H1Space,
-    physics: &Anisotropic,
-    op: &FormOperator<f64, Anisotropic>,
-    dofs: &[u32],
-    g: &[f64],
-    b: &[f64],
-    diag: &[f64],
-    opts: &SolveOptions,
-    u_cpu: &[f64],
-) -> Result<(), Box<dyn Error>> {
-    use ferrofem::cuda::blas::GpuBlas;
-    use ferrofem::cuda::krylov::{Constrained, GpuKrylov};
-    use ferrofem::cuda::residual::{Aux, GpuResidual, ResidualConfig};
-    use ferrofem::cuda::{DeviceVec, GpuDevice};
-
-    let dev = match GpuDevice::new(0) {
-        Ok(dev) => dev,
-        Err(e) => {
-            println!("GPU: none usable ({e}); the CPU solution stands");
-            return Ok(());
+    let progress = Progress::hidden();
+    let mut solutions = Vec::new();
+    for requested in [BackendArg::Cpu, BackendArg::Cuda] {
+        let backend = match select(requested) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("{requested:?}: not run ({e})");
+                continue;
+            }
+        };
+        let s = solve_problem(&mesh, &problem, &settings, &backend, &progress)?;
+        println!(
+            "{}: {} iterations, {}",
+            backend.name(),
+            s.report.iterations,
+            s.report.method
+        );
+        for b in boundary_integrals(&mesh, &s.problem, &s.u)? {
+            if let Some(r) = &b.reaction {
+                println!("  heat through {}: {:.6}", b.group, r[0]);
+            }
         }
-    };
-    let operator = Anisotropic {
-        f: 0.0,
-        ..physics.clone()
-    };
-    let kernel = GpuResidual::<f64>::new(
-        &dev,
-        mesh,
-        space,
-        &Physics::<f64>::cuda(&operator),
-        op.rule(),
-        Aux::None,
-        ResidualConfig::new(),
-        false,
-    )?;
-    let blas = GpuBlas::<f64>::new(&dev)?;
-    let constrained = Constrained::new(&kernel, &blas, dofs, 1.0)?;
-    let jacobi = GpuKrylov::with_jacobi(&constrained, &blas, diag)?;
-    let db = DeviceVec::from_host(&dev, b, "right-hand side")?;
-    let mut dx = DeviceVec::<f64>::zeros(&dev, b.len(), "solution")?;
-    let stats = pcg(&jacobi, &db, &mut dx, opts)?;
-    let mut u_gpu = dx.to_host()?;
-    add_boundary_values(&mut u_gpu, dofs, g)?;
-    let diff = u_cpu
-        .iter()
-        .zip(&u_gpu)
-        .map(|(a, b)| (a - b).powi(2))
-        .sum::<f64>()
-        .sqrt()
-        / u_cpu.iter().map(|a| a * a).sum::<f64>().sqrt();
-    println!(
-        "GPU ({}): Jacobi-PCG, {} iterations, relative difference to the CPU {diff:.2e}",
-        dev.name(),
-        stats.iterations
-    );
+        solutions.push(s.u);
+    }
+    if let [cpu, gpu] = &solutions[..] {
+        let diff = cpu
+            .iter()
+            .zip(gpu)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            / cpu.iter().map(|a| a * a).sum::<f64>().sqrt();
+        println!("GPU against CPU: relative difference {diff:.2e}");
+    }
     Ok(())
 }

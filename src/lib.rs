@@ -7,10 +7,11 @@
 //!   boundary integrals and probes from [`driver::post`]. The format is described in
 //!   [`driver::file`].
 //! - Write your own physics ([`physics`]): implement [`physics::Physics`] (the pointwise
-//!   `f0, f1` and their derivatives `g0..g3`, and their CUDA C half), and apply it with a
-//!   [`operator::FormOperator`] on a [`space::H1Space`] of a [`mesh::Mesh`]; solve with
-//!   [`solver`] on the CPU or, with the `cuda` feature, [`cuda`]'s residual kernels and
-//!   device Krylov methods.
+//!   `f0, f1` and their derivatives `g0..g3`, and their CUDA C half), set it up with
+//!   [`driver::own_problem`] and the boundary conditions of problem files, and solve it with
+//!   [`driver::solve_problem`] on the CPU or the GPU; or use the pieces underneath: a
+//!   [`operator::FormOperator`] on a [`space::H1Space`] of a [`mesh::Mesh`], [`solver`]'s
+//!   Krylov methods, and, with the `cuda` feature, [`cuda`]'s kernels.
 //!
 //! Examples (`cargo run --release --example NAME`): `elasticity_file` (a problem file,
 //! solved and post-processed through the library), `user_physics` (a physics of one's own

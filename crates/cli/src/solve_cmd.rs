@@ -8,8 +8,8 @@ use crate::problem_args::ProblemArgs;
 use clap::Args;
 use ferrofem_driver::file::Outputs;
 use ferrofem_driver::post::{
-    boundary_integrals, derived_fields, locate_probes, probe_values, write_probes_csv,
-    BoundaryIntegral, LocatedProbe,
+    boundary_integrals, derived_fields, locate_probes, probe_values, region_integrals,
+    write_probes_csv, BoundaryIntegral, LocatedProbe, RegionIntegral,
 };
 use ferrofem_driver::{
     select, solve_problem_with_fallback, solve_with_fallback, write_solution_vtu, Backend,
@@ -61,6 +61,9 @@ struct Record<'a> {
     backend_note: Option<String>,
     #[serde(flatten)]
     report: &'a SolveReport,
+    /// Region integrals (problem files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    regions: Vec<RegionIntegral>,
     /// Boundary integrals (problem files).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     boundaries: Vec<BoundaryIntegral>,
@@ -245,20 +248,24 @@ fn report(
     let mesh = &loaded.mesh;
     let (backend, backend_note) = (used.name(), used.fallback_note());
     let t = Instant::now();
-    let (fields, boundaries) = match solution.problem.model() {
+    let (fields, regions, boundaries) = match solution.problem.model() {
         Some(model) => {
-            progress.stage("derived quantities and boundary integrals");
+            progress.stage("derived quantities and integrals");
             let fields = finish_on_error(
                 derived_fields(mesh, &solution.problem.space, model, &solution.u),
+                progress,
+            )?;
+            let regions = finish_on_error(
+                region_integrals(mesh, &solution.problem, &solution.u),
                 progress,
             )?;
             let boundaries = finish_on_error(
                 boundary_integrals(mesh, &solution.problem, &solution.u),
                 progress,
             )?;
-            (fields, boundaries)
+            (fields, regions, boundaries)
         }
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
     let (columns, rows) = finish_on_error(
         probe_values(&solution.problem.space, &solution.u, &fields, probes),
@@ -301,6 +308,7 @@ fn report(
             backend,
             backend_note,
             report: r,
+            regions,
             boundaries,
             probes: probe_records,
             output,
@@ -388,6 +396,15 @@ fn report(
             format!("({})", s.join(", "))
         }
     };
+    for g in &regions {
+        writeln!(
+            out,
+            "region     {}: measure {:.6e}, ∫u {}",
+            g.region,
+            g.measure,
+            vec(&g.integral)
+        )?;
+    }
     for b in &boundaries {
         write!(
             out,

@@ -44,6 +44,41 @@ impl<T: GpuReal> GpuLinearOperator<T> for crate::residual::GpuResidual<T> {
     }
 }
 
+/// The Jacobian action `w ↦ J(u) w` of a residual operator (built with its Jacobian kernel)
+/// at a fixed state `u`: for a linear physics whose `f0` holds a source, the operator's
+/// action without the source (the residual kernel would add it).
+pub struct JacobianAt<T: GpuReal> {
+    res: crate::residual::GpuResidual<T>,
+    state: DeviceVec<T>,
+}
+
+impl<T: GpuReal> JacobianAt<T> {
+    /// `res`'s Jacobian at `state` (fails when `res` was built without its Jacobian kernel
+    /// or `state` has the wrong length).
+    pub fn new(
+        res: crate::residual::GpuResidual<T>,
+        state: DeviceVec<T>,
+    ) -> Result<Self, GpuError> {
+        if state.len() != res.vector_len() {
+            return Err(GpuError::Size {
+                what: "Jacobian state",
+                expected: res.vector_len(),
+                got: state.len(),
+            });
+        }
+        Ok(JacobianAt { res, state })
+    }
+}
+
+impl<T: GpuReal> GpuLinearOperator<T> for JacobianAt<T> {
+    fn dim(&self) -> usize {
+        self.state.len()
+    }
+    fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError> {
+        self.res.jacobian_apply(&self.state, x, y)
+    }
+}
+
 /// An operator with identity rows on constrained (Dirichlet) dofs: `y = A x` on the free
 /// rows, `y_c = x_c`. Inputs are expected to vanish on the constrained dofs (solve for the
 /// correction to a lifted boundary value), as in every Krylov iterate started from zero.

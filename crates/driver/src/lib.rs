@@ -53,7 +53,7 @@ pub use export::assemble_problem;
 pub use file::{FileCase, FileError, ProblemFile};
 pub use linear_system::{BcMode, LinearSystem};
 pub use mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
-pub use model_setup::{ModelCase, ModelInput, ResolvedBoundary};
+pub use model_setup::{own_problem, CasePhysics, ModelCase, ModelInput, ResolvedBoundary};
 pub use output::write_solution_vtu;
 pub use pipeline_error::PipelineError;
 pub use problem::{

@@ -1,4 +1,5 @@
-//! A problem file's model set up on its mesh: materials resolved to regions of cells,
+//! A model set up on its mesh (a problem file's, or one with the user's own physics:
+//! [`own_problem`]): materials resolved to regions of cells,
 //! boundary conditions to groups of facets, the space, the Dirichlet values, the natural
 //! load, and the configured physics ([`ModelPhysics`]).
 
@@ -8,9 +9,12 @@ use crate::problem::{BoundaryGroup, Definition, Problem};
 use ferrofem_base::CsrMatrix;
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::{for_each_facet_point, neumann_rhs};
-use ferrofem_physics::{Coef, ModelKind, ModelPhysics, Region, MAX_VARIABLES};
+use ferrofem_physics::{
+    Coef, ModelKind, ModelPhysics, Physics, Region, SharedPhysics, MAX_VARIABLES,
+};
 use ferrofem_space::H1Space;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A model as the file defines it, before it meets the mesh.
 #[derive(Clone, Debug)]
@@ -40,13 +44,49 @@ pub struct ResolvedBoundary {
     pub dofs: Vec<u32>,
 }
 
-/// A problem file's model on its mesh (see the module documentation).
+/// The physics of a model: configured from a problem file's data, or the user's own.
+#[derive(Clone, Debug)]
+pub enum CasePhysics {
+    /// Kind, per-region coefficients and sources from a problem file.
+    Configured(ModelPhysics),
+    /// A physics the user wrote (see [`own_problem`]).
+    Own(SharedPhysics),
+}
+
+impl CasePhysics {
+    /// The physics as a trait object in `f64` (for post-processing).
+    pub fn as_f64(&self) -> &dyn Physics<f64> {
+        match self {
+            CasePhysics::Configured(p) => p,
+            CasePhysics::Own(p) => p,
+        }
+    }
+
+    /// The physics shared, usable as a `Physics<T>` of either precision.
+    pub fn shared(&self) -> SharedPhysics {
+        match self {
+            CasePhysics::Configured(p) => SharedPhysics(Arc::new(p.clone())),
+            CasePhysics::Own(p) => p.clone(),
+        }
+    }
+
+    /// The configured physics, when it is one.
+    pub fn configured(&self) -> Option<&ModelPhysics> {
+        match self {
+            CasePhysics::Configured(p) => Some(p),
+            CasePhysics::Own(_) => None,
+        }
+    }
+}
+
+/// A model on its mesh: a problem file's, or one with the user's own physics (see the
+/// module documentation).
 #[derive(Clone, Debug)]
 pub struct ModelCase {
-    /// The kind as written.
+    /// The kind as written (or the name given).
     pub name: String,
-    /// The configured physics (with its sources).
-    pub physics: ModelPhysics,
+    /// The physics (with its sources).
+    pub physics: CasePhysics,
     /// Region slot of every cell (the physics' auxiliary field; empty with one region).
     pub cell_slots: Vec<f64>,
     /// The boundary conditions, resolved.
@@ -272,202 +312,278 @@ impl ModelInput {
 
         let ncomp = physics.components();
         let space = H1Space::new(mesh, self.order, ncomp)?;
-        let facets_by_tag = mesh.locate_tagged_facets()?;
-        let mut boundaries: Vec<ResolvedBoundary> = Vec::new();
-        let mut boundary_values = vec![0.0; space.num_dofs()];
-        let mut natural_load = vec![0.0; space.num_dofs()];
-        let mut constrained: Vec<u32> = Vec::new();
-        // Robin terms ∫ h φ_i φ_j as (row, column, value) triplets
-        let mut robin: Vec<(u32, u32, f64)> = Vec::new();
-        for b in &self.boundaries {
-            let group = resolve(mesh, &b.region, d - 1, "boundary conditions")
-                .map_err(|e| at(file, &b.span, e))?;
-            if boundaries.iter().any(|r| r.group.tag == group.tag) {
-                return Err(at(
-                    file,
-                    &b.span,
-                    format!("boundary `{}` has a second condition", b.region),
-                ));
-            }
-            let facets: Vec<(u32, u8)> = facets_by_tag
-                .iter()
-                .filter(|(_, _, t)| *t == group.tag)
-                .map(|&(c, f, _)| (c, f))
-                .collect();
-            let mut dofs = Vec::new();
-            match &b.condition {
-                BoundaryCondition::Dirichlet(values) => {
-                    let nodes = space.tagged_nodes(mesh, &[group.tag])?;
-                    let mut vars = [0.0; MAX_VARIABLES];
-                    for &node in &nodes {
-                        let x = space.node_coord(node as usize);
-                        vars[..d].copy_from_slice(x);
-                        for (c, v) in values.iter().enumerate() {
-                            if let Some(v) = v {
-                                let dof = node as usize * ncomp + c;
-                                let value = v.eval(&vars);
-                                if !value.is_finite() {
-                                    return Err(at(
-                                        file,
-                                        &b.span,
-                                        format!(
-                                            "boundary `{}`: the Dirichlet value is {value} at {x:?}",
-                                            b.region
-                                        ),
-                                    ));
-                                }
-                                boundary_values[dof] = value;
-                                dofs.push(dof as u32);
-                            }
-                        }
-                    }
-                    constrained.extend_from_slice(&dofs);
-                }
-                BoundaryCondition::Neumann(g) => {
-                    let degree = 2 * self.order + 2;
-                    let load = neumann_rhs(
-                        mesh,
-                        &space,
-                        &facets,
-                        |x, nrm, out| {
-                            let mut vars = [0.0; 6];
-                            vars[..d].copy_from_slice(x);
-                            vars[d..2 * d].copy_from_slice(nrm);
-                            for (o, gc) in out.iter_mut().zip(g) {
-                                *o = gc.eval(&vars);
-                            }
-                        },
-                        degree,
-                    )?;
-                    if let Some(bad) = load.iter().find(|v| !v.is_finite()) {
-                        return Err(at(
-                            file,
-                            &b.span,
-                            format!("boundary `{}`: the Neumann load is {bad}", b.region),
-                        ));
-                    }
-                    for (l, v) in natural_load.iter_mut().zip(load) {
-                        *l += v;
-                    }
-                }
-                BoundaryCondition::Robin(coefs) => {
-                    let [h, u_inf] = &**coefs;
-                    let degree = 2 * self.order + 2;
-                    let r = space.restriction();
-                    let mut bad = None;
-                    for_each_facet_point(mesh, &space, &facets, degree, |p| {
-                        let hx = h.eval(&p.x[..]);
-                        let ux = u_inf.eval(&p.x[..]);
-                        if !(hx.is_finite() && hx >= 0.0 && ux.is_finite()) {
-                            bad.get_or_insert((hx, ux, p.x));
-                        }
-                        let nodes = r.elem(p.cell);
-                        for (i, &ni) in nodes.iter().enumerate() {
-                            let wi = p.weight * hx * p.basis[i];
-                            if wi == 0.0 {
-                                continue;
-                            }
-                            natural_load[ni as usize] += wi * ux;
-                            for (j, &nj) in nodes.iter().enumerate() {
-                                if p.basis[j] != 0.0 {
-                                    robin.push((ni, nj, wi * p.basis[j]));
-                                }
-                            }
-                        }
-                    })?;
-                    if let Some((hx, ux, x)) = bad {
-                        return Err(at(
-                            file,
-                            &b.span,
-                            format!(
-                                "boundary `{}`: robin h = {hx} (must be finite and >= 0), \
-                                 u_inf = {ux} at {:?}",
-                                b.region,
-                                &x[..d]
-                            ),
-                        ));
-                    }
-                }
-            }
-            dofs.sort_unstable();
-            dofs.dedup();
-            boundaries.push(ResolvedBoundary {
-                group,
-                condition: b.condition.clone(),
-                facets,
-                dofs,
-            });
-        }
-        constrained.sort_unstable();
-        constrained.dedup();
         let has_reaction = physics.regions().iter().any(|r| {
             matches!(&r.material, ferrofem_physics::Material::Diffusion { reaction, .. }
                 if reaction.constant() != Some(0.0))
         });
-        if constrained.is_empty() && !has_reaction && robin.is_empty() {
+        let nonlinear = self.kind == ModelKind::NonlinearDiffusion;
+        finish(
+            mesh,
+            space,
+            &self.name,
+            CasePhysics::Configured(physics),
+            cell_slots,
+            &self.boundaries,
+            has_reaction,
+            nonlinear,
+            file,
+        )
+    }
+}
+
+/// A problem with the user's own `physics` (any [`Physics`] in `f64`; see
+/// [`SharedPhysics`]) on `mesh`: the Lagrange space of `order` with the physics' number of
+/// components, and the boundary conditions `boundaries` (Dirichlet, Neumann or Robin per
+/// boundary group, named as in problem files). The physics' `f0` may hold its source; on
+/// the GPU the linear solve applies its Jacobian kernel (`g0`–`g3`) and the right-hand side
+/// comes from the CPU.
+pub fn own_problem(
+    mesh: &Mesh,
+    name: &str,
+    order: usize,
+    physics: Arc<dyn Physics<f64>>,
+    boundaries: &[BoundarySpec],
+) -> Result<Problem, PipelineError> {
+    mesh.validate()?;
+    if physics.dim() != mesh.dim() {
+        return Err(PipelineError::Unsupported(format!(
+            "the physics {} is {}-D, the mesh {}-D",
+            physics.name(),
+            physics.dim(),
+            mesh.dim()
+        )));
+    }
+    if physics.naux() != 0 {
+        return Err(PipelineError::Unsupported(format!(
+            "the physics {} reads {} auxiliary fields; a problem of one's own provides none",
+            physics.name(),
+            physics.naux()
+        )));
+    }
+    let space = H1Space::new(mesh, order, physics.ncomp())?;
+    // a g0 term (a reaction) makes the problem definite without Dirichlet conditions
+    let definite = physics.jacobian_terms().g0;
+    let nonlinear = !physics.is_linear();
+    finish(
+        mesh,
+        space,
+        name,
+        CasePhysics::Own(SharedPhysics(physics)),
+        Vec::new(),
+        boundaries,
+        definite,
+        nonlinear,
+        None,
+    )
+}
+
+/// Resolves `specs` on `space` and builds the problem of `physics` (see the module
+/// documentation); `definite`: the operator is definite without a Dirichlet condition.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    mesh: &Mesh,
+    space: H1Space,
+    name: &str,
+    physics: CasePhysics,
+    cell_slots: Vec<f64>,
+    specs: &[BoundarySpec],
+    definite: bool,
+    nonlinear: bool,
+    file: Option<&ProblemFile>,
+) -> Result<Problem, PipelineError> {
+    let d = mesh.dim();
+    let ncomp = space.ncomp();
+    let order = space.order();
+    let facets_by_tag = mesh.locate_tagged_facets()?;
+    let mut boundaries: Vec<ResolvedBoundary> = Vec::new();
+    let mut boundary_values = vec![0.0; space.num_dofs()];
+    let mut natural_load = vec![0.0; space.num_dofs()];
+    let mut constrained: Vec<u32> = Vec::new();
+    // Robin terms ∫ h φ_i φ_j as (row, column, value) triplets
+    let mut robin: Vec<(u32, u32, f64)> = Vec::new();
+    for b in specs {
+        let group = resolve(mesh, &b.region, d - 1, "boundary conditions")
+            .map_err(|e| at(file, &b.span, e))?;
+        if boundaries.iter().any(|r| r.group.tag == group.tag) {
             return Err(at(
                 file,
-                &(0..0),
-                format!(
-                    "no [[boundary]] has a dirichlet condition: {} is then singular (its \
-                     solution is fixed only up to {}); constrain some boundary",
-                    self.name,
-                    if ncomp == 1 {
-                        "a constant"
-                    } else {
-                        "a rigid motion"
-                    }
-                ),
+                &b.span,
+                format!("boundary `{}` has a second condition", b.region),
             ));
         }
-        let dirichlet_facets: Vec<(u32, u8)> = {
-            let mut v: Vec<(u32, u8)> = boundaries
+        let facets: Vec<(u32, u8)> = facets_by_tag
+            .iter()
+            .filter(|(_, _, t)| *t == group.tag)
+            .map(|&(c, f, _)| (c, f))
+            .collect();
+        let mut dofs = Vec::new();
+        match &b.condition {
+            BoundaryCondition::Dirichlet(values) => {
+                let nodes = space.tagged_nodes(mesh, &[group.tag])?;
+                let mut vars = [0.0; MAX_VARIABLES];
+                for &node in &nodes {
+                    let x = space.node_coord(node as usize);
+                    vars[..d].copy_from_slice(x);
+                    for (c, v) in values.iter().enumerate() {
+                        if let Some(v) = v {
+                            let dof = node as usize * ncomp + c;
+                            let value = v.eval(&vars);
+                            if !value.is_finite() {
+                                return Err(at(
+                                    file,
+                                    &b.span,
+                                    format!(
+                                        "boundary `{}`: the Dirichlet value is {value} at {x:?}",
+                                        b.region
+                                    ),
+                                ));
+                            }
+                            boundary_values[dof] = value;
+                            dofs.push(dof as u32);
+                        }
+                    }
+                }
+                constrained.extend_from_slice(&dofs);
+            }
+            BoundaryCondition::Neumann(g) => {
+                let degree = 2 * order + 2;
+                let load = neumann_rhs(
+                    mesh,
+                    &space,
+                    &facets,
+                    |x, nrm, out| {
+                        let mut vars = [0.0; 6];
+                        vars[..d].copy_from_slice(x);
+                        vars[d..2 * d].copy_from_slice(nrm);
+                        for (o, gc) in out.iter_mut().zip(g) {
+                            *o = gc.eval(&vars);
+                        }
+                    },
+                    degree,
+                )?;
+                if let Some(bad) = load.iter().find(|v| !v.is_finite()) {
+                    return Err(at(
+                        file,
+                        &b.span,
+                        format!("boundary `{}`: the Neumann load is {bad}", b.region),
+                    ));
+                }
+                for (l, v) in natural_load.iter_mut().zip(load) {
+                    *l += v;
+                }
+            }
+            BoundaryCondition::Robin(coefs) => {
+                let [h, u_inf] = &**coefs;
+                let degree = 2 * order + 2;
+                let r = space.restriction();
+                let mut bad = None;
+                for_each_facet_point(mesh, &space, &facets, degree, |p| {
+                    let hx = h.eval(&p.x[..]);
+                    let ux = u_inf.eval(&p.x[..]);
+                    if !(hx.is_finite() && hx >= 0.0 && ux.is_finite()) {
+                        bad.get_or_insert((hx, ux, p.x));
+                    }
+                    let nodes = r.elem(p.cell);
+                    for (i, &ni) in nodes.iter().enumerate() {
+                        let wi = p.weight * hx * p.basis[i];
+                        if wi == 0.0 {
+                            continue;
+                        }
+                        natural_load[ni as usize] += wi * ux;
+                        for (j, &nj) in nodes.iter().enumerate() {
+                            if p.basis[j] != 0.0 {
+                                robin.push((ni, nj, wi * p.basis[j]));
+                            }
+                        }
+                    }
+                })?;
+                if let Some((hx, ux, x)) = bad {
+                    return Err(at(
+                        file,
+                        &b.span,
+                        format!(
+                            "boundary `{}`: robin h = {hx} (must be finite and >= 0), \
+                                 u_inf = {ux} at {:?}",
+                            b.region,
+                            &x[..d]
+                        ),
+                    ));
+                }
+            }
+        }
+        dofs.sort_unstable();
+        dofs.dedup();
+        boundaries.push(ResolvedBoundary {
+            group,
+            condition: b.condition.clone(),
+            facets,
+            dofs,
+        });
+    }
+    constrained.sort_unstable();
+    constrained.dedup();
+    if constrained.is_empty() && !definite && robin.is_empty() {
+        return Err(at(
+            file,
+            &(0..0),
+            format!(
+                "no [[boundary]] has a dirichlet condition: {name} is then singular (its \
+                     solution is fixed only up to {}); constrain some boundary",
+                if ncomp == 1 {
+                    "a constant"
+                } else {
+                    "a rigid motion"
+                }
+            ),
+        ));
+    }
+    let dirichlet_facets: Vec<(u32, u8)> = {
+        let mut v: Vec<(u32, u8)> = boundaries
                 .iter()
                 .filter(|b| matches!(&b.condition, BoundaryCondition::Dirichlet(c) if c.iter().all(Option::is_some)))
                 .flat_map(|b| b.facets.iter().copied())
                 .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        let natural_facets: Vec<(u32, u8)> = mesh
-            .boundary_facets()
-            .into_iter()
-            .filter(|cf| dirichlet_facets.binary_search(cf).is_err())
-            .collect();
-        // zero the values of dofs no Dirichlet condition constrains
-        let mut is_constrained = vec![false; space.num_dofs()];
-        for &c in &constrained {
-            is_constrained[c as usize] = true;
-        }
-        for (v, &c) in boundary_values.iter_mut().zip(&is_constrained) {
-            if !c {
-                *v = 0.0;
-            }
-        }
-        if !robin.is_empty() && self.kind == ModelKind::NonlinearDiffusion {
-            return Err(at(
-                file,
-                &(0..0),
-                "robin conditions are for the linear kinds (poisson, screened-poisson)".into(),
-            ));
-        }
-        let space_dofs = space.num_dofs();
-        Ok(Problem {
-            space,
-            dirichlet_dofs: constrained,
-            boundary_values,
-            natural_facets,
-            definition: Definition::Model(Box::new(ModelCase {
-                name: self.name.clone(),
-                physics,
-                cell_slots,
-                boundaries,
-                natural_load,
-                robin: csr_of(space_dofs, robin)?,
-            })),
-        })
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let natural_facets: Vec<(u32, u8)> = mesh
+        .boundary_facets()
+        .into_iter()
+        .filter(|cf| dirichlet_facets.binary_search(cf).is_err())
+        .collect();
+    // zero the values of dofs no Dirichlet condition constrains
+    let mut is_constrained = vec![false; space.num_dofs()];
+    for &c in &constrained {
+        is_constrained[c as usize] = true;
     }
+    for (v, &c) in boundary_values.iter_mut().zip(&is_constrained) {
+        if !c {
+            *v = 0.0;
+        }
+    }
+    if !robin.is_empty() && nonlinear {
+        return Err(at(
+            file,
+            &(0..0),
+            "robin conditions are for the linear problems".into(),
+        ));
+    }
+    let space_dofs = space.num_dofs();
+    Ok(Problem {
+        space,
+        dirichlet_dofs: constrained,
+        boundary_values,
+        natural_facets,
+        definition: Definition::Model(Box::new(ModelCase {
+            name: name.to_string(),
+            physics,
+            cell_slots,
+            boundaries,
+            natural_load,
+            robin: csr_of(space_dofs, robin)?,
+        })),
+    })
 }
 
 /// Checks every region's coefficients (and source) at the vertices and centroid of each of

@@ -8,7 +8,7 @@
 //! [`FormOperator`] of the problem's concrete physics type to a generic [`FormVisitor`], so
 //! that the kernels stay monomorphised (no virtual call per quadrature point).
 
-use crate::model_setup::ModelCase;
+use crate::model_setup::{CasePhysics, ModelCase};
 use crate::pipeline_error::PipelineError;
 use clap::ValueEnum;
 use ferrofem_base::{CsrMatrix, Real};
@@ -328,8 +328,8 @@ impl Problem {
                 (m.options.kind == ProblemKind::Poisson).then_some(m.options.kappa)
             }
             Definition::Model(m) => {
-                let r = m.physics.regions();
-                match (&m.physics.kind(), r) {
+                let p = m.physics.configured()?;
+                match (&p.kind(), p.regions()) {
                     (
                         ModelKind::Diffusion,
                         [ferrofem_physics::Region {
@@ -352,7 +352,7 @@ impl Problem {
     pub fn is_linear(&self) -> bool {
         match &self.definition {
             Definition::Manufactured(m) => m.options.kind != ProblemKind::Nonlinear,
-            Definition::Model(m) => Physics::<f64>::is_linear(&m.physics),
+            Definition::Model(m) => m.physics.as_f64().is_linear(),
         }
     }
 
@@ -360,7 +360,7 @@ impl Problem {
     pub fn is_symmetric(&self) -> bool {
         match &self.definition {
             Definition::Manufactured(m) => m.options.kind != ProblemKind::Nonlinear,
-            Definition::Model(m) => Physics::<f64>::is_symmetric(&m.physics),
+            Definition::Model(m) => m.physics.as_f64().is_symmetric(),
         }
     }
 
@@ -441,12 +441,14 @@ impl Problem {
         let space = &self.space;
         let case = match &self.definition {
             Definition::Model(model) => {
-                return visitor.visit(FormOperator::with_options(
-                    mesh,
-                    space,
-                    model.physics.clone(),
-                    options,
-                )?)
+                return match &model.physics {
+                    CasePhysics::Configured(p) => {
+                        visitor.visit(FormOperator::with_options(mesh, space, p.clone(), options)?)
+                    }
+                    CasePhysics::Own(p) => {
+                        visitor.visit(FormOperator::with_options(mesh, space, p.clone(), options)?)
+                    }
+                }
             }
             Definition::Manufactured(case) => case,
         };

@@ -3,8 +3,10 @@
 //! device: skipped when none is usable, unless FERROFEM_REQUIRE_GPU=1.
 #![cfg(feature = "cuda")]
 
+use ferrofem_driver::file::BoundarySpec;
 use ferrofem_driver::{
-    solve_problem, Backend, Precision, ProblemFile, Progress, SolveSettings, SolverKind,
+    own_problem, solve_problem, Backend, Precision, ProblemFile, Progress, SolveSettings,
+    SolverKind,
 };
 use std::path::Path;
 
@@ -119,4 +121,49 @@ fn configured_physics_on_the_gpu_equals_the_cpu() {
         let rel = cpu_vs_gpu(label, text, solver, Precision::F32, &dev);
         assert!(rel <= 1e-4, "{label} f32: {rel:e}");
     }
+}
+
+/// A physics of one's own with its source in `f0` and a coefficient of the coordinates
+/// (the configured physics of a file, handed over as a plain `Physics<f64>`): on the GPU
+/// its Jacobian kernel is the operator, and the solution is the CPU's.
+#[test]
+fn an_own_physics_on_the_gpu_equals_the_cpu() {
+    let Some(dev) = gpu() else { return };
+    let text = "[mesh]\nfile = \"meshes/two_layers_tri.msh\"\norder = 2\n\
+        [problem]\nkind = \"poisson\"\nsource = \"1e3 * sin(3*x) * (1 + y)\"\n\
+        [[material]]\nregion = \"all\"\nkappa = \"50 + 20*exp(-x)\"\n\
+        [[boundary]]\nregion = \"hot\"\ndirichlet = \"100 + 10*y\"\n\
+        [[boundary]]\nregion = \"cold\"\ndirichlet = 0\n";
+    let file = ProblemFile::parse(&examples().join("own.toml"), text.to_string()).unwrap();
+    let case = file.setup().unwrap();
+    let mesh = &case.mesh.mesh;
+    let model = case.problem.model().unwrap();
+    let physics = model.physics.configured().unwrap().clone();
+    let specs: Vec<BoundarySpec> = model
+        .boundaries
+        .iter()
+        .map(|b| BoundarySpec::new(b.group.name.as_deref().unwrap(), b.condition.clone()))
+        .collect();
+    let own = own_problem(mesh, "own", 2, std::sync::Arc::new(physics), &specs).unwrap();
+    let settings = SolveSettings {
+        solver: Some(SolverKind::Pcg),
+        rtol: Some(1e-13),
+        ..SolveSettings::default()
+    };
+    let cpu = solve_problem(mesh, &own, &settings, &Backend::cpu(), &Progress::hidden()).unwrap();
+    let on_gpu = Backend::Cuda(dev.clone());
+    let gpu = solve_problem(mesh, &own, &settings, &on_gpu, &Progress::hidden()).unwrap();
+    assert!(
+        gpu.report.method.contains("Jacobian kernel"),
+        "{}",
+        gpu.report.method
+    );
+    let num: f64 = cpu.u.iter().zip(&gpu.u).map(|(a, b)| (a - b).powi(2)).sum();
+    let den: f64 = cpu.u.iter().map(|a| a * a).sum();
+    let rel = (num / den).sqrt();
+    eprintln!(
+        "own physics: relative difference {rel:.2e} ({})",
+        gpu.report.method
+    );
+    assert!(rel <= 1e-10, "{rel:e}");
 }

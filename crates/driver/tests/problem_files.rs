@@ -3,13 +3,15 @@
 //! hole under mesh refinement, a cantilever's tip deflection against beam theory; and
 //! the errors a file with a region lacking a material gives.
 
+use ferrofem_driver::file::BoundarySpec;
 use ferrofem_driver::file::FileDefinition;
 use ferrofem_driver::post::{
-    boundary_integrals, derived_fields, locate_probes, probe_values, BoundaryIntegral,
+    boundary_integrals, derived_fields, locate_probes, probe_values, region_integrals,
+    BoundaryIntegral,
 };
 use ferrofem_driver::{
-    solve_problem, Backend, MeshOrigin, PipelineError, ProblemFile, Progress, Solution,
-    SolveSettings, SolverKind,
+    own_problem, solve_problem, Backend, MeshOrigin, PipelineError, ProblemFile, Progress,
+    Solution, SolveSettings, SolverKind,
 };
 use ferrofem_mesh::Mesh;
 use std::path::{Path, PathBuf};
@@ -127,6 +129,18 @@ fn two_layers_match_the_analytic_profile_and_flux() {
                     (b.normal_flux[0] - want).abs() < 1e-8 * want.abs(),
                     "{mesh} P{order} {face}: flux {} vs {want}",
                     b.normal_flux[0]
+                );
+            }
+            // the regions' areas and ∫ T: the profile is linear on each layer
+            let regions = region_integrals(&s.mesh, &s.solution.problem, &s.solution.u).unwrap();
+            let t_mid = exact(0.4);
+            for (g, (len, t_a, t_b)) in regions.iter().zip([(0.4, t_hot, t_mid), (0.6, t_mid, 0.0)])
+            {
+                assert!((g.measure - len * height).abs() < 1e-12, "{g:?}");
+                let want = height * len * 0.5 * (t_a + t_b);
+                assert!(
+                    (g.integral[0] - want).abs() < 1e-9 * want,
+                    "{g:?} vs {want}"
                 );
             }
             let sides = s.boundary("sides");
@@ -288,4 +302,38 @@ fn a_robin_end_matches_the_analytic_slope() {
             robin.normal_flux
         );
     }
+}
+
+/// A physics of one's own through the pipeline: the configured physics of a problem file,
+/// handed to `own_problem` as a plain `Physics<f64>` with the same boundary conditions,
+/// gives the file's solution (its source stays in its `f0`).
+#[test]
+fn an_own_physics_solves_like_the_configured_one() {
+    let text = "[mesh]\nfile = \"meshes/two_layers_tri.msh\"\norder = 2\n\
+        [problem]\nkind = \"poisson\"\nsource = \"1e3 * sin(3*x) * (1 + y)\"\n\
+        [[material]]\nregion = \"all\"\nkappa = \"50 + 20*exp(-x)\"\n\
+        [[boundary]]\nregion = \"hot\"\ndirichlet = \"100 + 10*y\"\n\
+        [[boundary]]\nregion = \"cold\"\ndirichlet = 0\n";
+    let file = ProblemFile::parse(&examples().join("own.toml"), text.to_string()).unwrap();
+    let case = file.setup().unwrap();
+    let mesh = &case.mesh.mesh;
+    let model = case.problem.model().unwrap();
+    let configured = model.physics.configured().unwrap().clone();
+    let specs: Vec<BoundarySpec> = model
+        .boundaries
+        .iter()
+        .map(|b| BoundarySpec::new(b.group.name.as_deref().unwrap(), b.condition.clone()))
+        .collect();
+    let own = own_problem(mesh, "own", 2, std::sync::Arc::new(configured), &specs).unwrap();
+    let settings = SolveSettings {
+        rtol: Some(1e-13),
+        ..SolveSettings::default()
+    };
+    let solve =
+        |p| solve_problem(mesh, p, &settings, &Backend::cpu(), &Progress::hidden()).unwrap();
+    let (a, b) = (solve(&case.problem), solve(&own));
+    let num: f64 = a.u.iter().zip(&b.u).map(|(x, y)| (x - y).powi(2)).sum();
+    let den: f64 = a.u.iter().map(|x| x * x).sum();
+    assert!((num / den).sqrt() < 1e-12, "{}", (num / den).sqrt());
+    assert_eq!(own.name(), "own");
 }

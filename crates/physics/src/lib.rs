@@ -31,6 +31,7 @@ mod point;
 mod poisson;
 mod poisson_varcoef;
 mod screened_poisson;
+mod shared;
 
 pub use coefficient::{Coef, MAX_VARIABLES};
 pub use elasticity::Elasticity;
@@ -43,3 +44,4 @@ pub use point::{CudaPhysics, JacobianTerms, Physics, Point, ResidualTerms};
 pub use poisson::Poisson;
 pub use poisson_varcoef::PoissonVarCoef;
 pub use screened_poisson::ScreenedPoisson;
+pub use shared::SharedPhysics;

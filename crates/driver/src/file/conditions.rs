@@ -66,6 +66,21 @@ pub struct BoundarySpec {
     pub condition: BoundaryCondition,
 }
 
+impl BoundarySpec {
+    /// A condition on the boundary group named `group` (a physical name, or a tag as
+    /// digits), for problems set up from code.
+    pub fn new(group: &str, condition: BoundaryCondition) -> BoundarySpec {
+        BoundarySpec {
+            region: match group.parse::<i32>() {
+                Ok(tag) => RegionRef::Tag(tag),
+                Err(_) => RegionRef::Name(group.to_string()),
+            },
+            span: 0..0,
+            condition,
+        }
+    }
+}
+
 /// A `[[probe]]` entry: named points.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProbeSpec {

@@ -6,6 +6,7 @@
 //! matrix-free on the device for the bake-off kernel ([`GpuBp::diagonal`]) and by the CPU
 //! form operator for the residual kernels.
 
+use crate::model_setup::CasePhysics;
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
 use crate::problem::{Definition, Problem, ProblemKind};
@@ -17,7 +18,7 @@ use crate::terms::{correction_rhs, to_real};
 use ferrofem_base::{CellType, Real};
 use ferrofem_cuda::blas::GpuBlas;
 use ferrofem_cuda::bp::{BpPlan, DeviceClass, GpuBp};
-use ferrofem_cuda::krylov::{Constrained, GpuKrylov, GpuLinearOperator};
+use ferrofem_cuda::krylov::{Constrained, GpuKrylov, GpuLinearOperator, JacobianAt};
 use ferrofem_cuda::residual::{Aux, GpuResidual, ResidualConfig};
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
 use ferrofem_mesh::Mesh;
@@ -162,6 +163,7 @@ fn run<G: GpuReal>(
     enum Op<G: GpuReal> {
         Bp(GpuBp<G>),
         Res(GpuResidual<G>),
+        Jac(JacobianAt<G>),
     }
     // where the GPU operator numbers the nodes differently: new_of[old]
     let mut renumbered: Option<Vec<u32>> = None;
@@ -185,7 +187,11 @@ fn run<G: GpuReal>(
     } else if ct.is_simplex() {
         // the operator's physics without its source (the right-hand side came from the CPU)
         let cuda = match &problem.definition {
-            Definition::Model(m) => Physics::<f64>::cuda(&m.physics.without_source()),
+            Definition::Model(m) => match &m.physics {
+                CasePhysics::Configured(p) => Physics::<f64>::cuda(&p.without_source()),
+                // the user's own f0 may hold the source: the Jacobian kernel applies
+                CasePhysics::Own(p) => Physics::<f64>::cuda(p),
+            },
             Definition::Manufactured(m) => {
                 let o = &m.options;
                 match o.kind {
@@ -224,6 +230,12 @@ fn run<G: GpuReal>(
                 }
             }
         };
+        // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
+        // the physics is linear) is the operator
+        let own = matches!(
+            problem.model().map(|m| &m.physics),
+            Some(CasePhysics::Own(_))
+        );
         let r = GpuResidual::<G>::new(
             dev,
             mesh,
@@ -232,9 +244,18 @@ fn run<G: GpuReal>(
             rule,
             aux,
             ResidualConfig::new(),
-            false,
+            own,
         )?;
-        (Op::Res(r), 1.0, "thread-transposition residual kernel")
+        if own {
+            let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
+            (
+                Op::Jac(JacobianAt::new(r, zero)?),
+                1.0,
+                "thread-transposition Jacobian kernel",
+            )
+        } else {
+            (Op::Res(r), 1.0, "thread-transposition residual kernel")
+        }
     } else {
         return Err(PipelineError::NoGpuPath(format!(
             "the GPU solve covers Poisson with one constant coefficient on hexahedra and \
@@ -281,8 +302,10 @@ fn run<G: GpuReal>(
             }
             Some(d)
         }
-        (Op::Res(_), Some(h)) => Some(DeviceVec::from_host(dev, &conv(h), "Jacobi diagonal")?),
-        (Op::Res(_), None) => {
+        (Op::Res(_) | Op::Jac(_), Some(h)) => {
+            Some(DeviceVec::from_host(dev, &conv(h), "Jacobi diagonal")?)
+        }
+        (Op::Res(_) | Op::Jac(_), None) => {
             return Err(PipelineError::NoGpuPath(
                 "the residual kernels' Jacobi preconditioner needs the CPU diagonal".into(),
             ))
@@ -345,6 +368,9 @@ fn run<G: GpuReal>(
         Op::Res(op) => krylov(
             op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
         )?,
+        Op::Jac(op) => krylov(
+            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+        )?,
     };
     dev.synchronize()?;
     let solve_s = t.elapsed().as_secs_f64();
@@ -354,7 +380,7 @@ fn run<G: GpuReal>(
     }
     let diag_where = match gop {
         Op::Bp(_) => "diagonal computed on the device",
-        Op::Res(_) => "diagonal from the CPU",
+        Op::Res(_) | Op::Jac(_) => "diagonal from the CPU",
     };
     let method = format!(
         "GPU ({}): {label}, {}, every vector on the device",

@@ -4,6 +4,7 @@
 //! ([`GpuResidual::jacobian_apply`]). See [`nonlinear_gpu`] for the residual, the boundary
 //! rows and the preconditioner.
 
+use crate::model_setup::CasePhysics;
 use crate::pipeline_error::PipelineError;
 use crate::policy::{newton_forcing, GMRES_RESTART};
 use crate::problem::Problem;
@@ -117,13 +118,19 @@ fn newton_run<G: GpuReal, T: Real, P: Physics<T>>(
     let blas = GpuBlas::<G>::new(dev)?;
     // the physics without its source (the source is in `load`)
     let (cuda, aux) = match problem.model() {
-        Some(m) if m.cell_slots.is_empty() => {
-            (Physics::<f64>::cuda(&m.physics.without_source()), Aux::None)
+        Some(m) => {
+            let cuda = match &m.physics {
+                CasePhysics::Configured(p) => Physics::<f64>::cuda(&p.without_source()),
+                // a source in the user's f0 is the same on both sides of `load`
+                CasePhysics::Own(p) => Physics::<f64>::cuda(p),
+            };
+            let aux = if m.cell_slots.is_empty() {
+                Aux::None
+            } else {
+                Aux::Cellwise(&m.cell_slots)
+            };
+            (cuda, aux)
         }
-        Some(m) => (
-            Physics::<f64>::cuda(&m.physics.without_source()),
-            Aux::Cellwise(&m.cell_slots),
-        ),
         None => (
             Physics::<f64>::cuda(&NonlinearDiffusion::new(mesh.dim(), None)?),
             Aux::None,

@@ -1,6 +1,6 @@
-//! Quantities derived from a model's solution, projected to the nodes: for the scalar kinds
-//! the gradient `∇u` and the flux `κ∇u` (the physics' `f1`); for elasticity the strain, the
-//! stress (`f1`) and the von Mises stress. Each cell evaluates them at its own nodes from
+//! Quantities derived from a model's solution, projected to the nodes: the gradient `∇u`
+//! and the flux (the physics' `f1`: `κ∇u` for the scalar kinds); for configured elasticity
+//! instead the strain, the stress (`f1`) and the von Mises stress. Each cell evaluates them at its own nodes from
 //! its polynomial, and every node takes the average over the cells that share it.
 
 use crate::model_setup::ModelCase;
@@ -8,7 +8,7 @@ use crate::pipeline_error::PipelineError;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_geometry::Jacobian;
 use ferrofem_mesh::Mesh;
-use ferrofem_physics::{ModelKind, Physics, Point};
+use ferrofem_physics::{ModelKind, Point};
 use ferrofem_space::H1Space;
 
 /// A nodal field: `values[node * ncomp + c]` over the nodes of the solution's space.
@@ -47,7 +47,9 @@ pub fn derived_fields(
     let coord = LagrangeElement::new(mesh.cell_type(), 1).map_err(to_pipeline)?;
     let ctab = coord.tabulate(element.nodes()).map_err(to_pipeline)?;
     let nv = coord.num_nodes();
-    let elastic = matches!(model.physics.kind(), ModelKind::Elasticity { .. });
+    let configured = model.physics.configured();
+    let elastic = configured.is_some_and(|p| matches!(p.kind(), ModelKind::Elasticity { .. }));
+    let physics = model.physics.as_f64();
     let vo = voigt(d);
     // per node: gradient (nc·d), f1 (nc·d), von Mises (elasticity)
     let per = 2 * nc * d + usize::from(elastic);
@@ -99,14 +101,14 @@ pub fn derived_fields(
                 a: std::slice::from_ref(&slot),
                 da: &[0.0; 3][..d],
             };
-            Physics::<f64>::f1(&model.physics, &point, &mut f1);
+            physics.f1(&point, &mut f1);
             let o = &mut acc[n as usize * per..(n as usize + 1) * per];
             for k in 0..nc * d {
                 o[k] += du[k];
                 o[nc * d + k] += f1[k];
             }
-            if elastic {
-                let szz = model.physics.out_of_plane_stress(slot as usize, x, &du);
+            if let (true, Some(p)) = (elastic, configured) {
+                let szz = p.out_of_plane_stress(slot as usize, x, &du);
                 o[2 * nc * d] += von_mises(d, &f1, szz);
             }
             count[n as usize] += 1;
@@ -153,13 +155,13 @@ pub fn derived_fields(
         vec![
             DerivedField {
                 name: "grad_u",
-                ncomp: d,
-                values: take(0, &(0..d).collect::<Vec<_>>()),
+                ncomp: nc * d,
+                values: take(0, &(0..nc * d).collect::<Vec<_>>()),
             },
             DerivedField {
                 name: "flux",
-                ncomp: d,
-                values: take(d, &(0..d).collect::<Vec<_>>()),
+                ncomp: nc * d,
+                values: take(nc * d, &(0..nc * d).collect::<Vec<_>>()),
             },
         ]
     })

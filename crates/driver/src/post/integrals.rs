@@ -1,4 +1,4 @@
-//! Boundary integrals of a model's solution, per facet group: the group's measure, the
+//! Integrals of a model's solution: per region its measure and `∫ u`; per facet group the group's measure, the
 //! normal flux `∫ f1·n` (`κ∂u/∂n` or the traction `σn`: the quantity a Neumann condition
 //! prescribes) from the cells' gradients, and on Dirichlet groups the consistent reaction:
 //! the sum of the residual `r(u) − N` over the group's constrained dofs, which equals the
@@ -10,10 +10,11 @@
 use crate::file::BoundaryCondition;
 use crate::pipeline_error::PipelineError;
 use crate::problem::{facet_groups, Problem};
-use ferrofem_geometry::Jacobian;
+use ferrofem_fe::QuadratureRule;
+use ferrofem_geometry::{Jacobian, QuadGeometry};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::{for_each_facet_point, FormOperator, FormOptions};
-use ferrofem_physics::{Physics, Point};
+use ferrofem_physics::Point;
 use serde::Serialize;
 
 /// The integrals over one facet group.
@@ -49,7 +50,7 @@ pub fn boundary_integrals(
     let op = FormOperator::<f64, _>::with_options(
         mesh,
         space,
-        model.physics.clone(),
+        model.physics.shared(),
         FormOptions {
             aux: problem.aux(),
             ..FormOptions::default()
@@ -100,8 +101,7 @@ pub fn boundary_integrals(
             } else {
                 model.cell_slots[p.cell]
             };
-            Physics::<f64>::f1(
-                &model.physics,
+            model.physics.as_f64().f1(
                 &Point {
                     x: &p.x[..d],
                     u: &ue,
@@ -133,6 +133,68 @@ pub fn boundary_integrals(
             normal_flux: flux,
             reaction,
         });
+    }
+    Ok(out)
+}
+
+/// The integrals over one region (a material's cells).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegionIntegral {
+    /// The region, as the problem file names it.
+    pub region: String,
+    /// Its area (2-D) or volume (3-D).
+    pub measure: f64,
+    /// `∫ u` per component.
+    pub integral: Vec<f64>,
+}
+
+/// The measure and `∫ u` of every region of `problem`'s model (empty for a manufactured
+/// problem), with the rule of degree `2p` on each cell.
+pub fn region_integrals(
+    mesh: &Mesh,
+    problem: &Problem,
+    u: &[f64],
+) -> Result<Vec<RegionIntegral>, PipelineError> {
+    let Some(model) = problem.model() else {
+        return Ok(Vec::new());
+    };
+    let space = &problem.space;
+    let nc = space.ncomp();
+    let rule = QuadratureRule::for_degree(mesh.cell_type(), 2 * space.order())
+        .map_err(ferrofem_space::SpaceError::from)?;
+    let geo = QuadGeometry::compute(mesh, &rule)?;
+    let tab = space
+        .element()
+        .tabulate(&rule.points)
+        .map_err(ferrofem_space::SpaceError::from)?;
+    let (nq, nb) = (rule.len(), tab.num_basis);
+    let names: Vec<String> = match model.physics.configured() {
+        Some(p) => p.regions().iter().map(|r| r.name.clone()).collect(),
+        None => vec!["all".to_string()],
+    };
+    let mut out: Vec<RegionIntegral> = names
+        .into_iter()
+        .map(|region| RegionIntegral {
+            region,
+            measure: 0.0,
+            integral: vec![0.0; nc],
+        })
+        .collect();
+    let r = space.restriction();
+    for cell in 0..mesh.num_cells() {
+        let slot = model.cell_slots.get(cell).map_or(0, |&s| s as usize);
+        let o = &mut out[slot];
+        let nodes = r.elem(cell);
+        for q in 0..nq {
+            let w = geo.wdetj[cell * nq + q];
+            o.measure += w;
+            for (b, &n) in nodes.iter().enumerate() {
+                let phi = tab.values[q * nb + b];
+                for c in 0..nc {
+                    o.integral[c] += w * phi * u[n as usize * nc + c];
+                }
+            }
+        }
     }
     Ok(out)
 }
