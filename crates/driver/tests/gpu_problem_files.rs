@@ -3,12 +3,12 @@
 //! device: skipped when none is usable, unless FERROFEM_REQUIRE_GPU=1.
 #![cfg(feature = "cuda")]
 
-use ferrofem_driver::file::BoundarySpec;
+use common::examples;
 use ferrofem_driver::{
-    own_problem, solve_problem, Backend, Precision, ProblemFile, Progress, SolveSettings,
-    SolverKind,
+    solve_problem, Backend, Precision, ProblemFile, Progress, SolveSettings, SolverKind,
 };
-use std::path::Path;
+
+mod common;
 
 fn gpu() -> Option<std::sync::Arc<ferrofem_cuda::GpuDevice>> {
     match ferrofem_cuda::GpuDevice::new(0) {
@@ -20,17 +20,6 @@ fn gpu() -> Option<std::sync::Arc<ferrofem_cuda::GpuDevice>> {
             eprintln!("no GPU ({e}): skipped");
             None
         }
-    }
-}
-
-/// The repository's `examples/` (from the build's source tree, or from the working
-/// directory where the test executable runs on another machine).
-fn examples() -> std::path::PathBuf {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    if built.is_dir() {
-        built
-    } else {
-        Path::new("examples").to_path_buf()
     }
 }
 
@@ -129,22 +118,8 @@ fn configured_physics_on_the_gpu_equals_the_cpu() {
 #[test]
 fn an_own_physics_on_the_gpu_equals_the_cpu() {
     let Some(dev) = gpu() else { return };
-    let text = "[mesh]\nfile = \"meshes/two_layers_tri.msh\"\norder = 2\n\
-        [problem]\nkind = \"poisson\"\nsource = \"1e3 * sin(3*x) * (1 + y)\"\n\
-        [[material]]\nregion = \"all\"\nkappa = \"50 + 20*exp(-x)\"\n\
-        [[boundary]]\nregion = \"hot\"\ndirichlet = \"100 + 10*y\"\n\
-        [[boundary]]\nregion = \"cold\"\ndirichlet = 0\n";
-    let file = ProblemFile::parse(&examples().join("own.toml"), text.to_string()).unwrap();
-    let case = file.setup().unwrap();
+    let (case, own) = common::configured_and_own();
     let mesh = &case.mesh.mesh;
-    let model = case.problem.model().unwrap();
-    let physics = model.physics.configured().unwrap().clone();
-    let specs: Vec<BoundarySpec> = model
-        .boundaries
-        .iter()
-        .map(|b| BoundarySpec::new(b.group.name.as_deref().unwrap(), b.condition.clone()))
-        .collect();
-    let own = own_problem(mesh, "own", 2, std::sync::Arc::new(physics), &specs).unwrap();
     let settings = SolveSettings {
         solver: Some(SolverKind::Pcg),
         rtol: Some(1e-13),

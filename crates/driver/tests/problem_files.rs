@@ -3,22 +3,19 @@
 //! hole under mesh refinement, a cantilever's tip deflection against beam theory; and
 //! the errors a file with a region lacking a material gives.
 
-use ferrofem_driver::file::BoundarySpec;
 use ferrofem_driver::file::FileDefinition;
 use ferrofem_driver::post::{
     boundary_integrals, derived_fields, locate_probes, probe_values, region_integrals,
     BoundaryIntegral,
 };
 use ferrofem_driver::{
-    own_problem, solve_problem, Backend, MeshOrigin, PipelineError, ProblemFile, Progress,
-    Solution, SolveSettings, SolverKind,
+    solve_problem, Backend, MeshOrigin, PipelineError, ProblemFile, Progress, Solution,
+    SolveSettings, SolverKind,
 };
 use ferrofem_mesh::Mesh;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
-}
+use common::examples;
 
 /// A solved file: its mesh, solution, boundary integrals and probe values by column name.
 struct Solved {
@@ -51,7 +48,7 @@ fn solve_text(name: &str, text: &str, edit: impl Fn(&mut FileDefinition)) -> Sol
     edit(&mut def);
     let loaded = def.mesh.load().expect("mesh");
     let problem = file.setup_on(&loaded.mesh, &def).expect("set up");
-    let probes_spec = file.setup().map(|c| c.probes).unwrap_or_default();
+    let probes_spec = file.probes(loaded.mesh.dim()).expect("probes");
     let settings = SolveSettings {
         rtol: Some(1e-12),
         ..def.settings.clone()
@@ -149,16 +146,21 @@ fn two_layers_match_the_analytic_profile_and_flux() {
                 "{:?}",
                 sides.normal_flux
             );
-            for row in &s.probes {
-                let (x, t) = (probe(row, "flux_0"), probe(row, "u"));
+            // the probe line y = 0.125: the temperature and the flux −q at 11 points
+            assert_eq!(s.probes.len(), 11);
+            for (k, row) in s.probes.iter().enumerate() {
+                let x = k as f64 / 10.0;
+                let (flux, t) = (probe(row, "flux_0"), probe(row, "u"));
                 assert!(
-                    (x + q).abs() < 1e-8 * q,
-                    "{mesh} P{order}: flux {x} vs {}",
+                    (flux + q).abs() < 1e-8 * q,
+                    "{mesh} P{order}: flux {flux} vs {}",
                     -q
                 );
-                let _ = t;
+                assert!(
+                    (t - exact(x)).abs() < 1e-9 * t_hot,
+                    "{mesh} P{order}: T({x}) = {t}"
+                );
             }
-            assert_eq!(s.mesh.dim(), 2);
         }
     }
 }
@@ -309,22 +311,8 @@ fn a_robin_end_matches_the_analytic_slope() {
 /// gives the file's solution (its source stays in its `f0`).
 #[test]
 fn an_own_physics_solves_like_the_configured_one() {
-    let text = "[mesh]\nfile = \"meshes/two_layers_tri.msh\"\norder = 2\n\
-        [problem]\nkind = \"poisson\"\nsource = \"1e3 * sin(3*x) * (1 + y)\"\n\
-        [[material]]\nregion = \"all\"\nkappa = \"50 + 20*exp(-x)\"\n\
-        [[boundary]]\nregion = \"hot\"\ndirichlet = \"100 + 10*y\"\n\
-        [[boundary]]\nregion = \"cold\"\ndirichlet = 0\n";
-    let file = ProblemFile::parse(&examples().join("own.toml"), text.to_string()).unwrap();
-    let case = file.setup().unwrap();
+    let (case, own) = common::configured_and_own();
     let mesh = &case.mesh.mesh;
-    let model = case.problem.model().unwrap();
-    let configured = model.physics.configured().unwrap().clone();
-    let specs: Vec<BoundarySpec> = model
-        .boundaries
-        .iter()
-        .map(|b| BoundarySpec::new(b.group.name.as_deref().unwrap(), b.condition.clone()))
-        .collect();
-    let own = own_problem(mesh, "own", 2, std::sync::Arc::new(configured), &specs).unwrap();
     let settings = SolveSettings {
         rtol: Some(1e-13),
         ..SolveSettings::default()

@@ -152,7 +152,7 @@ use GeometrySource::{OnTheFly, Stored};
 use TunedOp::{Bp1, Bp3, Bp35, Bp35Screened, Bp3Screened};
 const P: PencilPlan = PencilPlan::new();
 
-/// Measured on one H200 (2026-11-21/22).
+/// Measured on one H200 (BENCHMARKS.md).
 #[rustfmt::skip]
 const H200_ROWS: &[Row] = &[
     (Bp1, Stored, 1, F, P),
@@ -237,7 +237,7 @@ const H200_ROWS: &[Row] = &[
     (Bp35Screened, OnTheFly, 8, F, P.elems(1)),
 ];
 
-/// Measured on one H200 (2026-11-21/22): the lattice kernel beats the pencil kernel for BP1
+/// Measured on one H200: the lattice kernel beats the pencil kernel for BP1
 /// with stored weights at p = 3..8 on bricked meshes.
 #[rustfmt::skip]
 const H200_LATTICE: &[(usize, LatticeRow)] = &[
@@ -249,7 +249,7 @@ const H200_LATTICE: &[(usize, LatticeRow)] = &[
     (8, lattice([2, 2, 1], Some(3), 0b110, true, 0)),
 ];
 
-/// Measured on one H100 SXM (2026-11-26): where its register-cap sweep (none, 4, 6, 8, 10
+/// Measured on one H100 SXM: where its register-cap measurement (none, 4, 6, 8, 10
 /// blocks per SM at p = 3..8) found a plan faster than the H200's row by more than 1 %.
 #[rustfmt::skip]
 const H100_OVERRIDES: &[Row] = &[

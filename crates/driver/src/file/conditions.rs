@@ -274,40 +274,32 @@ impl ProblemFile {
             let span = b.region.span();
             let region = self.region_ref(&b.region, false)?;
             let here = |what: &str| format!("boundary `{region}`: {what}");
-            let given = [&b.dirichlet, &b.neumann, &b.robin]
-                .iter()
-                .filter(|v| v.is_some())
-                .count();
-            if given != 1 {
-                return Err(self.error(
-                    &span,
-                    here("give exactly one of dirichlet, neumann or robin"),
-                ));
-            }
-            let condition = if let Some(raw) = &b.dirichlet {
-                BoundaryCondition::Dirichlet(self.dirichlet(
+            let condition = match (&b.dirichlet, &b.neumann, &b.robin) {
+                (Some(raw), None, None) => BoundaryCondition::Dirichlet(self.dirichlet(
                     raw,
                     ncomp,
                     &point,
                     &here("dirichlet"),
-                )?)
-            } else if let Some(raw) = &b.neumann {
-                BoundaryCondition::Neumann(self.coefs(
+                )?),
+                (None, Some(raw), None) => BoundaryCondition::Neumann(self.coefs(
                     raw,
                     ncomp,
                     &with_normal,
                     &here("neumann"),
-                )?)
-            } else if let Some(raw) = &b.robin {
-                if ncomp != 1 {
+                )?),
+                (None, None, Some(raw)) if ncomp != 1 => {
                     return Err(self.error(
                         &raw.span(),
                         here("robin conditions are for the scalar problems"),
-                    ));
+                    ))
                 }
-                self.robin(raw, &point, &here("robin"))?
-            } else {
-                unreachable!("exactly one condition was counted")
+                (None, None, Some(raw)) => self.robin(raw, &point, &here("robin"))?,
+                _ => {
+                    return Err(self.error(
+                        &span,
+                        here("give exactly one of dirichlet, neumann or robin"),
+                    ))
+                }
             };
             out.push(BoundarySpec {
                 region,
@@ -391,8 +383,9 @@ impl ProblemFile {
         ])))
     }
 
-    /// The `[[probe]]` entries in dimension `dim`.
-    pub(crate) fn probes(&self, dim: usize) -> Result<Vec<ProbeSpec>, PipelineError> {
+    /// The `[[probe]]` entries in dimension `dim` (checked: `dim` finite coordinates each,
+    /// lines of at least two points).
+    pub fn probes(&self, dim: usize) -> Result<Vec<ProbeSpec>, PipelineError> {
         let mut out = Vec::new();
         for (i, entry) in self.spec.probe.iter().enumerate() {
             let p: &ProbeSection = entry.get_ref();
