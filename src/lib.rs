@@ -12,10 +12,16 @@
 //!   [`driver::solve_problem`] on the CPU or the GPU; or use the pieces underneath: a
 //!   [`operator::FormOperator`] on a [`space::H1Space`] of a [`mesh::Mesh`], [`solver`]'s
 //!   Krylov methods, and, with the `cuda` feature, [`cuda`]'s kernels.
+//! - Propagate waves ([`wave`]): a [`wave::WaveSetup`] (medium, boundaries, sources,
+//!   receivers, time) run by [`wave::Simulation`] (the spectral-element time loop), or a
+//!   wave problem file through [`driver::wave::run_wave`] with its outputs; the stiffness is
+//!   the sum-factorised [`operator::tensor::TensorOperator`] with pointwise physics
+//!   ([`operator::tensor::TensorPhysics`]), which also takes physics of one's own.
 //!
 //! Examples (`cargo run --release --example NAME`): `elasticity_file` (a problem file,
 //! solved and post-processed through the library), `user_physics` (a physics of one's own
-//! on a Gmsh mesh, on the CPU and the GPU).
+//! on a Gmsh mesh, on the CPU and the GPU), `lamb` (waves: Lamb's problem from Rust, the
+//! Rayleigh wave's speed measured against theory).
 
 pub use ferrofem_assembly as assembly;
 pub use ferrofem_base as base;
@@ -31,3 +37,4 @@ pub use ferrofem_operator as operator;
 pub use ferrofem_physics as physics;
 pub use ferrofem_solver as solver;
 pub use ferrofem_space as space;
+pub use ferrofem_wave as wave;

@@ -1,4 +1,5 @@
-//! The `ferrofem` command line: mesh summaries, PDE solves, matrix export and benchmarks.
+//! The `ferrofem` command line: mesh summaries, PDE solves, wave propagation, matrix export
+//! and benchmarks.
 //! It parses arguments and prints; problem set-up and the solve pipelines are in
 //! `ferrofem-driver`.
 
@@ -12,6 +13,7 @@ mod mesh_cmd;
 mod mesh_source;
 mod problem_args;
 mod solve_cmd;
+mod wave_cmd;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -37,6 +39,9 @@ enum Command {
     Solve(solve_cmd::SolveArgs),
     /// Assemble a problem's matrix and right-hand side and export them (Matrix Market, CSV).
     Assemble(assemble_cmd::AssembleArgs),
+    /// Explicit spectral-element wave propagation (acoustic or elastic): seismograms,
+    /// snapshots and plots, from a problem file or flags.
+    Wave(wave_cmd::WaveArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -46,6 +51,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Bench(a) => bench::run(a),
         Command::Solve(a) => solve_cmd::run(a),
         Command::Assemble(a) => assemble_cmd::run(a),
+        Command::Wave(a) => wave_cmd::run(a),
     }
 }
 

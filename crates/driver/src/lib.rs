@@ -18,6 +18,8 @@
 //! - [`linear_system`]: the assembled system (what the CPU's direct solve factors);
 //!   [`export`]: its assembly for `ferrofem assemble` and its files (Matrix Market, dof
 //!   table).
+//! - [`wave`]: the wave pipeline: a wave problem run by the spectral-element solver,
+//!   with its seismograms, snapshots and plots.
 //! - [`progress`]: the progress spinner of long runs.
 //! - [`pipeline_error`]: the one error type of all of the above, GPU failures typed.
 //!
@@ -45,6 +47,7 @@ mod seam;
 pub mod settings;
 pub mod solve;
 mod terms;
+pub mod wave;
 
 #[cfg(feature = "cuda")]
 pub use backend::falls_back;
@@ -59,7 +62,7 @@ pub use pipeline_error::PipelineError;
 pub use problem::{
     CoefField, Definition, DirichletSpec, ManufacturedCase, Problem, ProblemKind, ProblemOptions,
 };
-pub use progress::Progress;
+pub use progress::{Progress, StepProgress};
 pub use report::{ErrorReport, NewtonReport, ResidualReport, Solution, SolveReport, Timings};
 pub use settings::{Precision, SolveSettings, SolverKind};
 pub use solve::{solve, solve_problem, solve_problem_with_fallback, solve_with_fallback};

@@ -56,6 +56,12 @@ pub enum PipelineError {
     /// A problem file that is not valid, located (file, line, column).
     #[error(transparent)]
     File(#[from] crate::file::FileError),
+    /// The wave solver refused its input or stopped (a blow-up).
+    #[error(transparent)]
+    Wave(#[from] ferrofem_wave::WaveError),
+    /// An output that cannot be written, or inconsistent output settings.
+    #[error("{0}")]
+    Output(String),
     /// A combination of options the pipeline does not support, explained.
     #[error("{0}")]
     Unsupported(String),

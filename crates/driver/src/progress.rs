@@ -50,3 +50,42 @@ impl Progress {
         self.bar.is_hidden()
     }
 }
+
+/// A progress bar over the steps of a time loop, with the ETA and the current energy, on
+/// standard error; hidden when `quiet` or when standard error is not a terminal.
+#[derive(Clone, Debug)]
+pub struct StepProgress {
+    bar: ProgressBar,
+}
+
+impl StepProgress {
+    /// A bar of `steps` steps.
+    pub fn stderr(quiet: bool, steps: usize) -> StepProgress {
+        if quiet || !std::io::stderr().is_terminal() {
+            return StepProgress {
+                bar: ProgressBar::hidden(),
+            };
+        }
+        let bar = ProgressBar::new(steps as u64);
+        let style = ProgressStyle::with_template(
+            "[{elapsed_precise}] {bar:30} {pos}/{len} steps, ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        StepProgress { bar }
+    }
+
+    /// Steps done, the time reached and the energy.
+    pub fn update(&self, step: usize, time: f64, energy: f64) {
+        self.bar.set_position(step as u64);
+        if !self.bar.is_hidden() {
+            self.bar
+                .set_message(format!("t = {time:.4e} s, energy {energy:.4e}"));
+        }
+    }
+
+    /// Removes the bar (before printing the summary).
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,7 +1,9 @@
 //! File output and exchange formats of ferrofem: VTK XML unstructured grids (`.vtu`)
 //! and time-series collections (`.pvd`) for ParaView, Matrix Market (`.mtx`) for
-//! matrices and vectors, CSV for tables and seismograms, and JSON for benchmark
-//! records.
+//! matrices and vectors, CSV for tables, seismograms as CSV, Seismic Unix (`.su`) or
+//! SEG-Y revision 2.0 traces, JSON for benchmark records, and PNG figures: wiggle trace
+//! gathers of seismograms ([`write_trace_gather_png`]) and wavefield snapshots
+//! ([`write_field_png`]), drawn with an embedded font so that they need no system fonts.
 //!
 //! Fields of high-order Lagrange spaces are written by [`write_space_vtu`] on linear
 //! sub-cells over each cell's node lattice.
@@ -18,7 +20,9 @@ mod error;
 mod json;
 mod matrix_market;
 mod number;
+mod plot;
 mod pvd;
+mod seismogram;
 mod space_vtu;
 mod vtu;
 mod xml;
@@ -30,7 +34,11 @@ pub use matrix_market::{
     read_matrix, read_matrix_from, read_vector, read_vector_from, write_csr, write_vector,
     CooMatrix, Symmetry,
 };
+pub use plot::{
+    write_field_png, write_trace_gather_png, FieldPlot, GatherPlot, Normalise, Raster, TraceOffset,
+};
 pub use pvd::write_pvd;
+pub use seismogram::{write_segy, write_seismograms_csv, write_su, Seismograms, Station};
 pub use space_vtu::write_space_vtu;
 pub use vtu::{
     vtk_cell_type, vtk_node_order, write_mesh_vtu, Encoding, Field, FieldData, VtuFile,

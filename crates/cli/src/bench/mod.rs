@@ -5,6 +5,7 @@ mod assembly;
 mod bp;
 mod residual;
 mod stream;
+mod wave;
 
 #[cfg(feature = "cuda")]
 pub use stream::check_device_buffers;
@@ -37,6 +38,8 @@ enum Which {
     Residual(residual::ResidualArgs),
     /// Global CSR assembly with each strategy of Cecka, Lew & Darve (2011).
     Assembly(assembly::AssemblyArgs),
+    /// The spectral-element wave step (Carrascal-Manzanares et al. 2017) per element and step.
+    Wave(wave::WaveBenchArgs),
 }
 
 /// Runs `ferrofem bench ...`.
@@ -48,6 +51,7 @@ pub fn run(a: BenchArgs) -> Result<(), CliError> {
         Which::Bp35(a) => bp::run(bp::BpName::Bp35, *a),
         Which::Residual(a) => residual::run(a),
         Which::Assembly(a) => assembly::run(a),
+        Which::Wave(a) => wave::run(a),
     }
 }
 

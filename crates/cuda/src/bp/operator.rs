@@ -10,7 +10,9 @@ use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use ferrofem_base::CellType;
 use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::Mesh;
-use ferrofem_operator::tensor::model::{self, IndexTraffic, Model, ModelSpec, VectorTraffic};
+use ferrofem_operator::tensor::model::{
+    self, FormModel, IndexTraffic, Model, ModelSpec, VectorTraffic,
+};
 use ferrofem_operator::tensor::TensorKind;
 use ferrofem_space::H1Space;
 use std::sync::Arc;
@@ -500,7 +502,7 @@ impl<T: GpuReal> GpuBp<T> {
     /// vertex data.
     pub fn model_spec(&self) -> ModelSpec {
         ModelSpec {
-            kind: self.op.kind,
+            form: FormModel::of_kind(self.op.kind, 3, 1),
             dim: 3,
             order: self.order,
             q: self.q1d,

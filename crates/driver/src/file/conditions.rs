@@ -94,7 +94,11 @@ const COMPONENTS: [&str; 3] = ["x", "y", "z"];
 
 impl ProblemFile {
     /// The region named by `raw`: a name, a tag, or `all` where `all_allowed`.
-    fn region_ref(&self, raw: &Raw, all_allowed: bool) -> Result<RegionRef, PipelineError> {
+    pub(crate) fn region_ref(
+        &self,
+        raw: &Raw,
+        all_allowed: bool,
+    ) -> Result<RegionRef, PipelineError> {
         match raw.get_ref() {
             Value::String(s) if s == "all" && all_allowed => Ok(RegionRef::All),
             Value::String(s) if s == "all" => Err(self.error(

@@ -63,32 +63,7 @@ impl ProblemFile {
     pub fn definition(&self) -> Result<FileDefinition, PipelineError> {
         let s = &self.spec;
         let m = &s.mesh;
-        let origin = match (&m.file, &m.box_spec) {
-            (Some(f), None) => MeshOrigin::File(self.resolve_path(f.get_ref())),
-            (None, Some(b)) => MeshOrigin::Box(b.get_ref().clone()),
-            (Some(f), Some(_)) => {
-                return Err(self.error(&f.span(), "[mesh]: give either `file` or `box`, not both"))
-            }
-            (None, None) => {
-                return Err(self.error_at(0, "[mesh]: give a Gmsh `file` or a `box` specification"))
-            }
-        };
-        let reorder = match &m.renumber {
-            None => Reorder::None,
-            Some(r) => Reorder::parse(r.get_ref()).ok_or_else(|| {
-                self.error(
-                    &r.span(),
-                    format!(
-                        "[mesh] renumber: unknown `{}` (expected none, rcm or morton)",
-                        r.get_ref().escape_debug()
-                    ),
-                )
-            })?,
-        };
-        let refine = m.refine.as_ref().map_or(0, |r| *r.get_ref());
-        if let Some(r) = m.refine.as_ref().filter(|r| *r.get_ref() > 10) {
-            return Err(self.error(&r.span(), "[mesh] refine: at most 10 levels"));
-        }
+        let mesh = self.mesh_input()?;
         let order = *m.order.get_ref();
         if order == 0 || order > 15 {
             return Err(self.error(
@@ -109,6 +84,15 @@ impl ProblemFile {
                 ))
             }
         };
+        if self.is_wave() {
+            return Err(self.error(
+                &p.kind.span(),
+                format!(
+                    "[problem] kind `{kind_name}` is a wave problem: run it with `ferrofem wave`"
+                ),
+            ));
+        }
+        self.refuse_wave_keys()?;
         let kind = match kind_name.as_str() {
             "poisson" | "screened-poisson" => ModelKind::Diffusion,
             "nonlinear-diffusion" => ModelKind::NonlinearDiffusion,
@@ -118,7 +102,7 @@ impl ProblemFile {
                     &p.kind.span(),
                     format!(
                         "[problem] kind: unknown `{}` (expected poisson, screened-poisson, \
-                         nonlinear-diffusion or elasticity)",
+                         nonlinear-diffusion or elasticity; waves: acoustic or elastic)",
                         other.escape_debug()
                     ),
                 ))
@@ -127,17 +111,7 @@ impl ProblemFile {
         if let (Some(v), false) = (&p.plane, matches!(kind, ModelKind::Elasticity { .. })) {
             return Err(self.error(&v.span(), "[problem] plane is for 2-D elasticity"));
         }
-        let constants = s
-            .constants
-            .iter()
-            .map(|(k, v)| {
-                if v.get_ref().is_finite() {
-                    Ok((k.clone(), *v.get_ref()))
-                } else {
-                    Err(self.error(&v.span(), format!("[constants] {k} is not finite")))
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let constants = self.constants()?;
         let sv = &s.solver;
         let solver = match &sv.kind {
             None => None,
@@ -157,32 +131,8 @@ impl ProblemFile {
                 }
             }),
         };
-        let precision = match sv
-            .precision
-            .as_ref()
-            .map(|p| (p.get_ref().as_str(), p.span()))
-        {
-            None | Some(("f64", _)) => Precision::F64,
-            Some(("f32", _)) => Precision::F32,
-            Some((_, span)) => {
-                return Err(self.error(&span, "[solver] precision: expected \"f64\" or \"f32\""))
-            }
-        };
-        let backend = match sv
-            .backend
-            .as_ref()
-            .map(|b| (b.get_ref().as_str(), b.span()))
-        {
-            None | Some(("auto", _)) => BackendArg::Auto,
-            Some(("cpu", _)) => BackendArg::Cpu,
-            Some(("cuda", _)) => BackendArg::Cuda,
-            Some((_, span)) => {
-                return Err(self.error(
-                    &span,
-                    "[solver] backend: expected \"auto\", \"cpu\" or \"cuda\"",
-                ))
-            }
-        };
+        let precision = self.precision()?;
+        let backend = self.backend()?;
         let rtol = match &sv.rtol {
             None => None,
             Some(r) if *r.get_ref() > 0.0 && *r.get_ref() < 1.0 => Some(*r.get_ref()),
@@ -214,11 +164,7 @@ impl ProblemFile {
             ));
         }
         Ok(FileDefinition {
-            mesh: MeshInput {
-                origin,
-                reorder,
-                refine,
-            },
+            mesh,
             order,
             kind_name,
             kind,
@@ -232,6 +178,94 @@ impl ProblemFile {
             backend,
             outputs,
         })
+    }
+
+    /// `[mesh]`'s file or box, renumbering and refinement (the order is checked by each
+    /// kind of problem).
+    pub(crate) fn mesh_input(&self) -> Result<MeshInput, PipelineError> {
+        let m = &self.spec.mesh;
+        let origin = match (&m.file, &m.box_spec) {
+            (Some(f), None) => MeshOrigin::File(self.resolve_path(f.get_ref())),
+            (None, Some(b)) => MeshOrigin::Box(b.get_ref().clone()),
+            (Some(f), Some(_)) => {
+                return Err(self.error(&f.span(), "[mesh]: give either `file` or `box`, not both"))
+            }
+            (None, None) => {
+                return Err(self.error_at(0, "[mesh]: give a Gmsh `file` or a `box` specification"))
+            }
+        };
+        let reorder = match &m.renumber {
+            None => Reorder::None,
+            Some(r) => Reorder::parse(r.get_ref()).ok_or_else(|| {
+                self.error(
+                    &r.span(),
+                    format!(
+                        "[mesh] renumber: unknown `{}` (expected none, rcm or morton)",
+                        r.get_ref().escape_debug()
+                    ),
+                )
+            })?,
+        };
+        let refine = m.refine.as_ref().map_or(0, |r| *r.get_ref());
+        if let Some(r) = m.refine.as_ref().filter(|r| *r.get_ref() > 10) {
+            return Err(self.error(&r.span(), "[mesh] refine: at most 10 levels"));
+        }
+        Ok(MeshInput {
+            origin,
+            reorder,
+            refine,
+        })
+    }
+
+    /// `[constants]`, each finite.
+    pub(crate) fn constants(&self) -> Result<Vec<(String, f64)>, PipelineError> {
+        self.spec
+            .constants
+            .iter()
+            .map(|(k, v)| {
+                if v.get_ref().is_finite() {
+                    Ok((k.clone(), *v.get_ref()))
+                } else {
+                    Err(self.error(&v.span(), format!("[constants] {k} is not finite")))
+                }
+            })
+            .collect()
+    }
+
+    /// `[solver] precision` (default f64).
+    pub(crate) fn precision(&self) -> Result<Precision, PipelineError> {
+        match self
+            .spec
+            .solver
+            .precision
+            .as_ref()
+            .map(|p| (p.get_ref().as_str(), p.span()))
+        {
+            None | Some(("f64", _)) => Ok(Precision::F64),
+            Some(("f32", _)) => Ok(Precision::F32),
+            Some((_, span)) => {
+                Err(self.error(&span, "[solver] precision: expected \"f64\" or \"f32\""))
+            }
+        }
+    }
+
+    /// `[solver] backend` (default auto).
+    pub(crate) fn backend(&self) -> Result<BackendArg, PipelineError> {
+        match self
+            .spec
+            .solver
+            .backend
+            .as_ref()
+            .map(|b| (b.get_ref().as_str(), b.span()))
+        {
+            None | Some(("auto", _)) => Ok(BackendArg::Auto),
+            Some(("cpu", _)) => Ok(BackendArg::Cpu),
+            Some(("cuda", _)) => Ok(BackendArg::Cuda),
+            Some((_, span)) => Err(self.error(
+                &span,
+                "[solver] backend: expected \"auto\", \"cpu\" or \"cuda\"",
+            )),
+        }
     }
 
     /// Loads the mesh and sets up the whole case: every name, expression, region and

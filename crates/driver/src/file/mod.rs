@@ -1,4 +1,5 @@
-//! Problem files: a user's own problem in TOML (`ferrofem solve problem.toml`).
+//! Problem files: a user's own problem in TOML (`ferrofem solve problem.toml`; wave
+//! problems, `ferrofem wave problem.toml`, are described in [`WaveDefinition`]'s module).
 //!
 //! ```toml
 //! [mesh]
@@ -53,9 +54,11 @@ mod conditions;
 mod definition;
 mod schema;
 mod values;
+mod wave;
 
 pub use conditions::{BoundaryCondition, BoundarySpec, MaterialSpec, ProbeSpec, RegionRef};
 pub use definition::{FileCase, FileDefinition, Outputs};
+pub use wave::WaveDefinition;
 
 use crate::pipeline_error::PipelineError;
 use schema::FileSpec;

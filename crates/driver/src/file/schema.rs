@@ -27,6 +27,14 @@ pub(crate) struct FileSpec {
     pub(crate) output: OutputSection,
     #[serde(default)]
     pub(crate) probe: Vec<Spanned<ProbeSection>>,
+    /// Waves: the time step and run length.
+    pub(crate) time: Option<Spanned<TimeSection>>,
+    /// Waves: point sources.
+    #[serde(default)]
+    pub(crate) source: Vec<Spanned<SourceSection>>,
+    /// Waves: receivers.
+    #[serde(default)]
+    pub(crate) receiver: Vec<Spanned<ReceiverSection>>,
 }
 
 /// `[mesh]`.
@@ -72,6 +80,10 @@ pub(crate) struct MaterialSection {
     pub(crate) lambda: Option<Raw>,
     pub(crate) mu: Option<Raw>,
     pub(crate) rho: Option<Raw>,
+    /// Waves: the compressional (sound) speed.
+    pub(crate) vp: Option<Raw>,
+    /// Waves: the shear speed (elastic).
+    pub(crate) vs: Option<Raw>,
 }
 
 /// `[[boundary]]`: a boundary group and its condition.
@@ -83,6 +95,12 @@ pub(crate) struct BoundarySection {
     pub(crate) dirichlet: Option<Raw>,
     pub(crate) neumann: Option<Raw>,
     pub(crate) robin: Option<Raw>,
+    /// Waves: a free surface.
+    pub(crate) free: Option<Spanned<bool>>,
+    /// Waves: a rigid wall.
+    pub(crate) rigid: Option<Spanned<bool>>,
+    /// Waves: an absorbing boundary (`"stacey"`).
+    pub(crate) absorbing: Option<Spanned<String>>,
 }
 
 /// `[solver]`.
@@ -104,6 +122,74 @@ pub(crate) struct OutputSection {
     pub(crate) vtu: Option<Spanned<String>>,
     /// CSV file of the probes.
     pub(crate) probes: Option<Spanned<String>>,
+    /// Waves: the seismograms' path prefix.
+    pub(crate) seismograms: Option<Spanned<String>>,
+    /// Waves: seismogram formats (`csv`, `su`, `segy`).
+    pub(crate) formats: Option<Spanned<Vec<String>>>,
+    /// Waves: a PVD time series of snapshots.
+    pub(crate) snapshots: Option<Spanned<String>>,
+    /// Waves: steps between snapshots.
+    pub(crate) every: Option<Spanned<usize>>,
+    /// Waves: PNG plots of the seismograms (and, in 2-D, of the snapshots).
+    pub(crate) plots: Option<Spanned<bool>>,
+}
+
+/// `[time]` (waves).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TimeSection {
+    /// Physical duration (s).
+    pub(crate) duration: Option<Spanned<f64>>,
+    /// Number of steps.
+    pub(crate) steps: Option<Spanned<i64>>,
+    /// `"auto"` or a step (s).
+    pub(crate) dt: Option<Raw>,
+}
+
+/// `[[source]]` (waves).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SourceSection {
+    pub(crate) name: Option<String>,
+    pub(crate) at: Spanned<Vec<f64>>,
+    pub(crate) wavelet: Spanned<WaveletSection>,
+    /// Acoustic monopole strength (default 1).
+    pub(crate) amplitude: Option<Spanned<f64>>,
+    /// Elastic point force.
+    pub(crate) force: Option<Spanned<Vec<f64>>>,
+    /// Elastic moment tensor: `[mxx, myy, mxy]` (2-D) or `[mxx, myy, mzz, mxy, mxz, myz]`.
+    pub(crate) moment: Option<Spanned<Vec<f64>>>,
+}
+
+/// `wavelet = { kind = "ricker", f0 = 5e5 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WaveletSection {
+    /// `ricker`, `gaussian`, `gaussian-derivative` or `file`.
+    pub(crate) kind: Spanned<String>,
+    pub(crate) f0: Option<Spanned<f64>>,
+    pub(crate) delay: Option<Spanned<f64>>,
+    /// A CSV of `t, value` (kind = "file").
+    pub(crate) file: Option<Spanned<String>>,
+}
+
+/// `[[receiver]]` (waves): a point, a line or a grid of points.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReceiverSection {
+    pub(crate) name: Option<String>,
+    pub(crate) at: Option<Vec<f64>>,
+    pub(crate) line: Option<LineSection>,
+    pub(crate) grid: Option<GridSection>,
+}
+
+/// `grid = { from = [...], to = [...], count = [nx, ny] }`: the box between two corners.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GridSection {
+    pub(crate) from: Vec<f64>,
+    pub(crate) to: Vec<f64>,
+    pub(crate) count: Vec<usize>,
 }
 
 /// `[[probe]]`: a point, or a line of points.

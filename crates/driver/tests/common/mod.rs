@@ -1,6 +1,9 @@
 //! What the problem-file tests share: where the examples are, and a problem with one's own
 //! physics built as the twin of a configured one.
 
+// each test executable that includes this module uses a part of it
+#![allow(dead_code)]
+
 use ferrofem_driver::file::BoundarySpec;
 use ferrofem_driver::{own_problem, FileCase, Problem, ProblemFile};
 use std::path::{Path, PathBuf};

@@ -55,6 +55,22 @@ pub enum TensorError {
         /// The determinant found.
         det: f64,
     },
+    /// A physics' quadrature datum that is not finite (a coefficient that is NaN or
+    /// infinite there, or missing for the element).
+    #[error("quadrature datum {datum} of element {elem} at point {point} is {value}: a coefficient is not finite or missing there")]
+    QuadratureData {
+        /// Element index.
+        elem: usize,
+        /// Quadrature point (lexicographic).
+        point: usize,
+        /// Which datum of the physics.
+        datum: usize,
+        /// The value found.
+        value: f64,
+    },
+    /// The physics cannot run with the requested quadrature or geometry.
+    #[error("{0}")]
+    Unsupported(String),
     /// A vector whose length does not match the operator.
     #[error("{what} has length {got}, the operator needs {expected}")]
     VectorLength {

@@ -3,7 +3,7 @@
 //! interleaved one), or recomputed on the fly from the element's vertices.
 
 use super::lanes::{madd, Lane, LANES};
-use super::{TensorBasis, TensorError};
+use super::{PointGeometry, TensorBasis, TensorError};
 use ferrofem_base::Real;
 use ferrofem_geometry::{adjugate, GeometrySource};
 use ferrofem_mesh::Mesh;
@@ -27,10 +27,11 @@ pub enum FactorLayout {
     Interleaved,
 }
 
-/// The geometry an operator reads.
+/// The geometry an operator reads: its physics' quadrature data at every point
+/// ([`TensorPhysics::qdata`](super::TensorPhysics::qdata)).
 ///
-/// Per point, the factors are, in order: the packed metric `G = w det J · J⁻¹J⁻ᵀ`
-/// (`(00, 01, 11)` in 2-D, `(00, 01, 02, 11, 12, 22)` in 3-D, as
+/// For the bake-off problems the data are the plain factors, in order: the packed metric
+/// `G = w det J · J⁻¹J⁻ᵀ` (`(00, 01, 11)` in 2-D, `(00, 01, 02, 11, 12, 22)` in 3-D, as
 /// [`QuadGeometry::metric`](ferrofem_geometry::QuadGeometry::metric)) when the operator
 /// has a gradient term, then `w det J` when it has a mass term. `factors` is laid out
 /// `[elem][factor][point]` (one contiguous array per factor and element), points
@@ -49,9 +50,11 @@ pub struct TensorGeometry<T> {
     pub num_elem: usize,
     /// Quadrature points per element.
     pub num_points: usize,
-    /// True when the factors start with the packed metric.
+    /// Quadrature data per point.
+    pub num_factors: usize,
+    /// On the fly: true when the factors start with the packed metric.
     pub has_metric: bool,
-    /// True when the factors end with `w det J`.
+    /// On the fly: true when the factors end with `w det J`.
     pub has_mass: bool,
     /// Where the kernels get the factors from.
     pub source: GeometrySource,
@@ -68,24 +71,29 @@ pub struct TensorGeometry<T> {
 }
 
 impl<T: Real> TensorGeometry<T> {
-    /// Factors per point: `d(d+1)/2` for the metric plus one for the mass term.
+    /// Quadrature data per point.
     pub fn num_factors(&self) -> usize {
-        factor_count(self.dim, self.has_metric, self.has_mass)
+        self.num_factors
     }
     /// Vertex offsets per element, `d (2^d - 1)`.
     pub fn offsets_per_elem(&self) -> usize {
         self.dim * ((1 << self.dim) - 1)
     }
 
-    /// Computes the geometry of every cell at the quadrature points of `basis` from the
-    /// cells' vertex offsets (see [`vertex_offsets`]), checking that no element is inverted
-    /// or degenerate at any point; stores them in `layout` when `source` is
-    /// [`GeometrySource::Stored`].
+    /// Computes the quadrature data of every cell at the quadrature points of `basis` with
+    /// `qdata` (`num_factors` values per point) from the cells' multilinear maps (vertex
+    /// offsets from [`vertex_offsets`], first vertices `origins`), checking that no element
+    /// is inverted or degenerate and that every value is finite; stores them in `layout`
+    /// when `source` is [`GeometrySource::Stored`]. On the fly, the data must be the plain
+    /// factors `plain = (metric, mass)` that the kernels recompute.
+    #[allow(clippy::type_complexity)]
     pub(crate) fn build(
         offsets_f64: &[f64],
+        origins: &[f64],
         basis: &TensorBasis,
-        has_metric: bool,
-        has_mass: bool,
+        num_factors: usize,
+        qdata: &(dyn Fn(&PointGeometry, &mut [f64]) + Sync),
+        plain: (bool, bool),
         source: GeometrySource,
         layout: FactorLayout,
     ) -> Result<TensorGeometry<T>, TensorError> {
@@ -94,28 +102,26 @@ impl<T: Real> TensorGeometry<T> {
         let nq = table.num_points;
         let per = dim * table.nv1;
         let ne = offsets_f64.len() / per;
-        let nf = factor_count(dim, has_metric, has_mass);
-        // factors of element `e` through `put(factor, point, value)`; the first bad point
+        let nf = num_factors;
+        let (has_metric, has_mass) = plain;
+        // data of element `e` through `put(factor, point, value)`; the first bad point
         let element = |e: usize, put: &mut dyn FnMut(usize, usize, f64)| {
             let vd = &offsets_f64[e * per..(e + 1) * per];
-            let mut f = [0.0; 7];
+            let mut f = vec![0.0; nf];
             let mut bad = None;
             let tiny = DEGENERATE * elem_scale(vd).powi(dim as i32);
             for i in 0..nq {
-                let det = point_factors(
-                    dim,
-                    vd,
-                    table.dphi_at(i),
-                    table.w[i],
-                    has_metric,
-                    has_mass,
-                    &mut f,
-                );
+                let pg = table.point(e, i, vd, &origins[e * dim..(e + 1) * dim]);
                 // a NaN determinant counts as bad too
-                if bad.is_none() && det.partial_cmp(&tiny) != Some(std::cmp::Ordering::Greater) {
-                    bad = Some((e, i, det));
+                if pg.det.partial_cmp(&tiny) != Some(std::cmp::Ordering::Greater) {
+                    bad = bad.or(Some(BadPoint::Inverted(e, i, pg.det)));
+                    continue;
                 }
-                for (c, &v) in f.iter().enumerate().take(nf) {
+                qdata(&pg, &mut f);
+                if let Some((c, &v)) = f.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                    bad = bad.or(Some(BadPoint::Data(e, i, c, v)));
+                }
+                for (c, &v) in f.iter().enumerate() {
                     put(c, i, v);
                 }
             }
@@ -132,7 +138,7 @@ impl<T: Real> TensorGeometry<T> {
                     .enumerate()
                     .with_min_len(64)
                     .filter_map(|(e, out)| element(e, &mut |c, i, v| out[c * nq + i] = T::of(v)))
-                    .min_by_key(|b| b.0)
+                    .min_by_key(|b| b.elem())
             }
             (GeometrySource::Stored, FactorLayout::Interleaved) => {
                 interleaved = vec![[T::zero(); LANES]; ne.div_ceil(LANES) * nf * nq];
@@ -150,21 +156,33 @@ impl<T: Real> TensorGeometry<T> {
                         }
                         bad
                     })
-                    .min_by_key(|b| b.0)
+                    .min_by_key(|b| b.elem())
             }
             (GeometrySource::OnTheFly, _) => (0..ne)
                 .into_par_iter()
                 .with_min_len(64)
                 .filter_map(|e| element(e, &mut |_, _, _| {}))
-                .min_by_key(|b| b.0),
+                .min_by_key(|b| b.elem()),
         };
-        if let Some((elem, point, det)) = first_bad {
-            return Err(TensorError::InvertedElement { elem, point, det });
+        match first_bad {
+            Some(BadPoint::Inverted(elem, point, det)) => {
+                return Err(TensorError::InvertedElement { elem, point, det })
+            }
+            Some(BadPoint::Data(elem, point, datum, value)) => {
+                return Err(TensorError::QuadratureData {
+                    elem,
+                    point,
+                    datum,
+                    value,
+                })
+            }
+            None => {}
         }
         Ok(TensorGeometry {
             dim,
             num_elem: ne,
             num_points: nq,
+            num_factors: nf,
             has_metric,
             has_mass,
             source,
@@ -191,6 +209,22 @@ impl<T: Real> TensorGeometry<T> {
     }
 }
 
+/// The first bad point met while computing the quadrature data.
+enum BadPoint {
+    /// `(elem, point, det J)`: an inverted or degenerate map.
+    Inverted(usize, usize, f64),
+    /// `(elem, point, datum, value)`: a datum that is not finite.
+    Data(usize, usize, usize, f64),
+}
+
+impl BadPoint {
+    fn elem(&self) -> usize {
+        match *self {
+            BadPoint::Inverted(e, ..) | BadPoint::Data(e, ..) => e,
+        }
+    }
+}
+
 /// Factors per point for the given terms.
 pub(crate) fn factor_count(dim: usize, metric: bool, mass: bool) -> usize {
     (if metric { dim * (dim + 1) / 2 } else { 0 }) + mass as usize
@@ -199,6 +233,14 @@ pub(crate) fn factor_count(dim: usize, metric: bool, mass: bool) -> usize {
 /// Largest absolute vertex offset of an element (its size).
 fn elem_scale(vd: &[f64]) -> f64 {
     vd.iter().fold(0.0f64, |m, &x| m.max(x.abs()))
+}
+
+/// The first vertex `x_0` of every cell, `[elem][axis]`.
+pub(crate) fn origins(mesh: &Mesh) -> Vec<f64> {
+    let d = mesh.dim();
+    (0..mesh.num_cells())
+        .flat_map(|e| mesh.vertex(mesh.cell(e)[0] as usize)[..d].to_vec())
+        .collect()
 }
 
 /// Vertex offsets `x_v - x_0` of all cells, `[elem][axis][v - 1]`, in `f64`.
@@ -234,6 +276,8 @@ pub(crate) struct MapTable {
     pub dim: usize,
     /// `dphi[(point * dim + k) * nv1 + v - 1] = ∂φ_v/∂ξ_k`.
     pub dphi: Vec<f64>,
+    /// `phi[point * nv1 + v - 1] = φ_v`.
+    pub phi: Vec<f64>,
     /// Tensor quadrature weights.
     pub w: Vec<f64>,
 }
@@ -244,6 +288,7 @@ impl MapTable {
         let nq = basis.points_per_elem();
         let nv1 = (1usize << d) - 1;
         let mut dphi = vec![0.0; nq * d * nv1];
+        let mut phi = vec![0.0; nq * nv1];
         let mut w = vec![0.0; nq];
         for i in 0..nq {
             let mut xi = [0.0; 3];
@@ -254,6 +299,9 @@ impl MapTable {
             }
             w[i] = basis.weight(i);
             for v in 1..=nv1 {
+                phi[i * nv1 + v - 1] = (0..d)
+                    .map(|a| 0.5 * (1.0 + if (v >> a) & 1 == 1 { xi[a] } else { -xi[a] }))
+                    .product();
                 for k in 0..d {
                     let mut g = 1.0;
                     for a in 0..d {
@@ -273,7 +321,39 @@ impl MapTable {
             nv1,
             dim: d,
             dphi,
+            phi,
             w,
+        }
+    }
+
+    /// The geometry of point `i` of element `e` with vertex offsets `vd` (`[axis][v - 1]`)
+    /// and first vertex `x0`.
+    pub(crate) fn point(&self, e: usize, i: usize, vd: &[f64], x0: &[f64]) -> PointGeometry {
+        let (d, nv1) = (self.dim, self.nv1);
+        let dp = self.dphi_at(i);
+        let ph = &self.phi[i * nv1..(i + 1) * nv1];
+        let mut jac = [[0.0; 3]; 3];
+        let mut x = [0.0; 3];
+        for a in 0..d {
+            let va = &vd[a * nv1..(a + 1) * nv1];
+            x[a] = x0[a] + va.iter().zip(ph).map(|(o, p)| o * p).sum::<f64>();
+            for k in 0..d {
+                jac[a][k] = va
+                    .iter()
+                    .zip(&dp[k * nv1..(k + 1) * nv1])
+                    .map(|(o, g)| o * g)
+                    .sum();
+            }
+        }
+        let (det, _) = adjugate(d, &jac);
+        PointGeometry {
+            dim: d,
+            elem: e,
+            point: i,
+            x,
+            jacobian: jac,
+            det,
+            weight: self.w[i],
         }
     }
 
@@ -437,6 +517,7 @@ pub(crate) fn lane_factors<T: Real, const FMA: bool>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::TensorPhysics;
     use ferrofem_base::CellType;
     use ferrofem_fe::QuadratureRule;
     use ferrofem_geometry::QuadGeometry;
@@ -458,9 +539,21 @@ mod tests {
             for layout in [FactorLayout::ElementMajor, FactorLayout::Interleaved] {
                 let offsets = vertex_offsets(&mesh);
                 let stored = GeometrySource::Stored;
-                let geo =
-                    TensorGeometry::<f64>::build(&offsets, &basis, true, true, stored, layout)
-                        .unwrap();
+                let phys = crate::tensor::Diffusion::unit(1, 1.0);
+                let nf = TensorPhysics::<f64>::qdata_len(&phys, d);
+                let qdata =
+                    |p: &PointGeometry, out: &mut [f64]| TensorPhysics::<f64>::qdata(&phys, p, out);
+                let geo = TensorGeometry::<f64>::build(
+                    &offsets,
+                    &origins(&mesh),
+                    &basis,
+                    nf,
+                    &qdata,
+                    (true, true),
+                    stored,
+                    layout,
+                )
+                .unwrap();
                 let nq = geo.num_points;
                 for e in 0..mesh.num_cells() {
                     for i in 0..nq {

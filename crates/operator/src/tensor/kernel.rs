@@ -9,38 +9,46 @@
 //! at run time when the processor has them; the baseline instances run on any x86-64.
 
 use super::geometry::lane_factors;
-use super::lanes::{contract, madd, zero, Lane, LANES};
-use super::{FactorLayout, TensorGeometry};
+use super::lanes::{contract, zero, Lane, LANES};
+use super::{Diffusion, Elastic, FactorLayout, Mass, PointBatch, TensorGeometry, TensorPhysics};
 use ferrofem_base::Real;
 use ferrofem_geometry::GeometrySource;
 use std::ops::Range;
 
-/// Expands to a `match` over the specialised sizes (orders 1..=8 at the default number of
-/// points), returning the instance of `$run` for those and of `$dyn` otherwise.
-macro_rules! pick {
-    ($run:ident, $dyn:ident, $T:ty, $kind:expr, $s:expr; $($N:literal),*) => {
-        match ($kind, $s.dim, $s.n, $s.q) {
+/// Expands to a `match` over the specialised sizes of the Gauss shapes (`q = n + 1`, the
+/// default `q = p + 2`), returning the instance of `$run` for those and of `$dyn`
+/// otherwise.
+macro_rules! pick_gauss {
+    ($run:ident, $dyn:ident, $T:ty, $P:ty, $K:expr, $s:expr; $($N:literal),*) => {
+        match ($s.dim, $s.n, $s.q) {
             $(
-                (MASS, 2, $N, q) if q == $N + 1 => $run::<$T, MASS, 2, $N, { $N + 1 }>,
-                (MASS, 3, $N, q) if q == $N + 1 => $run::<$T, MASS, 3, $N, { $N + 1 }>,
-                (DIFFUSION, 2, $N, q) if q == $N + 1 => $run::<$T, DIFFUSION, 2, $N, { $N + 1 }>,
-                (DIFFUSION, 3, $N, q) if q == $N + 1 => $run::<$T, DIFFUSION, 3, $N, { $N + 1 }>,
-                (COLLOCATED, 2, $N, $N) => $run::<$T, COLLOCATED, 2, $N, $N>,
-                (COLLOCATED, 3, $N, $N) => $run::<$T, COLLOCATED, 3, $N, $N>,
+                (2, $N, q) if q == $N + 1 => $run::<$T, $P, { $K }, 2, $N, { $N + 1 }>,
+                (3, $N, q) if q == $N + 1 => $run::<$T, $P, { $K }, 3, $N, { $N + 1 }>,
             )*
-            (MASS, ..) => $dyn::<$T, MASS>,
-            (DIFFUSION, ..) => $dyn::<$T, DIFFUSION>,
-            _ => $dyn::<$T, COLLOCATED>,
+            _ => $dyn::<$T, $P, { $K }>,
         }
     };
 }
 
-/// Kernel kind: mass `∫ v u` at the quadrature points (BP1).
-pub(crate) const MASS: u8 = 0;
-/// Kernel kind: `∫ ∇v·∇u (+ α v u)` with interpolation to Gauss points (BP3).
-pub(crate) const DIFFUSION: u8 = 1;
-/// Kernel kind: the same collocated at the GLL nodes (BP3.5 / CEED BP5).
-pub(crate) const COLLOCATED: u8 = 2;
+/// The collocated twin of [`pick_gauss`] (`q = n`).
+macro_rules! pick_colloc {
+    ($run:ident, $dyn:ident, $T:ty, $P:ty, $s:expr; $($N:literal),*) => {
+        match ($s.dim, $s.n, $s.q) {
+            $(
+                (2, $N, $N) => $run::<$T, $P, COLLOC, 2, $N, $N>,
+                (3, $N, $N) => $run::<$T, $P, COLLOC, 3, $N, $N>,
+            )*
+            _ => $dyn::<$T, $P, COLLOC>,
+        }
+    };
+}
+
+/// Kernel shape: values only, interpolated to Gauss points (mass-like physics, BP1).
+pub(crate) const INTERP: u8 = 0;
+/// Kernel shape: interpolation to Gauss points and gradients there (BP3).
+pub(crate) const GAUSS: u8 = 1;
+/// Kernel shape: collocated at the GLL nodes, no interpolation (BP3.5, the SEM).
+pub(crate) const COLLOC: u8 = 2;
 
 /// Sizes of an element kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,10 +96,10 @@ pub(crate) struct KernelData<'a, T> {
     pub d: &'a [T],
     /// `D̂ᵀ`.
     pub dt: &'a [T],
-    /// Coefficient of the mass term of diffusion kernels.
-    pub alpha: T,
-    /// Whether diffusion kernels have a mass term (`α ≠ 0`).
-    pub has_alpha: bool,
+    /// Whether the physics reads and writes values.
+    pub uses_value: bool,
+    /// Whether the physics reads and writes gradients.
+    pub uses_gradient: bool,
     /// Geometry.
     pub geo: &'a TensorGeometry<T>,
     /// Map derivatives `[point][k][v - 1]` for on-the-fly geometry.
@@ -131,14 +139,14 @@ impl<T: Real> Scratch<T> {
         }
     }
 
-    pub(crate) fn new(s: Sizes, num_factors: usize) -> Scratch<T> {
+    pub(crate) fn new(s: Sizes, num_factors: usize, ncomp: usize) -> Scratch<T> {
         let (nn, nq, nw) = (s.nodes(), s.points(), s.work());
         Scratch {
-            u: vec![zero(); nn],
+            u: vec![zero(); ncomp * nn],
             t1: vec![zero(); nw],
             t2: vec![zero(); nw],
-            uq: vec![zero(); nq.max(nn)],
-            g: vec![zero(); s.dim * nq],
+            uq: vec![zero(); ncomp * nq.max(nn)],
+            g: vec![zero(); ncomp * s.dim * nq],
             geo: vec![zero(); num_factors * nq],
             vd: vec![zero(); s.dim * ((1 << s.dim) - 1)],
             r: vec![zero(); nn],
@@ -152,10 +160,10 @@ pub(crate) trait BatchSink<T> {
     fn put(&mut self, elems: &[usize; LANES], count: usize, comp: usize, r: &[Lane<T>]);
 }
 
-/// Signature of a kernel instance: apply the element operator to the elements in `range`
-/// of `x` (an L-vector) and hand the results to `sink`.
-pub(crate) type RangeFn<T> =
-    fn(&KernelData<'_, T>, Range<usize>, &mut Scratch<T>, &[T], &mut dyn BatchSink<T>);
+/// Signature of a kernel instance: apply the element operator of physics `P` to the
+/// elements in `range` of `x` (an L-vector) and hand the results to `sink`.
+pub(crate) type RangeFn<T, P> =
+    fn(&KernelData<'_, T>, &P, Range<usize>, &mut Scratch<T>, &[T], &mut dyn BatchSink<T>);
 
 /// Interpolation `N^d → Q^d` (or its transpose `Q^d → N^d` with `bt` and swapped sizes).
 #[inline(always)]
@@ -221,78 +229,14 @@ fn grad_t<T: Real, const FMA: bool>(
     }
 }
 
-/// `g ← G g` at every point, and `m ← α (w det J) m` when `alpha` is given.
+/// Applies the element operator of physics `P` with kernel shape `K` to the elements in
+/// `range`: per batch, gather every component and interpolate/differentiate it to the
+/// points, run the physics on all components at once, then apply the transposed
+/// contractions component by component and hand each result to `sink`.
 #[inline(always)]
-fn pointwise_diffusion<T: Real, const FMA: bool>(
-    dim: usize,
-    nq: usize,
-    geo: &[Lane<T>],
-    g: &mut [Lane<T>],
-    m: &mut [Lane<T>],
-    alpha: Option<T>,
-) {
-    if dim == 2 {
-        let (g0, g1) = g[..2 * nq].split_at_mut(nq);
-        let (f0, rest) = geo[..3 * nq].split_at(nq);
-        let (f1, f2) = rest.split_at(nq);
-        for i in 0..nq {
-            let (x, y) = (g0[i], g1[i]);
-            let (a, b, c) = (f0[i], f1[i], f2[i]);
-            let mut o0 = zero::<T>();
-            let mut o1 = zero::<T>();
-            for l in 0..LANES {
-                o0[l] = madd::<T, FMA>(a[l] * x[l], b[l], y[l]);
-                o1[l] = madd::<T, FMA>(b[l] * x[l], c[l], y[l]);
-            }
-            g0[i] = o0;
-            g1[i] = o1;
-        }
-        if let Some(alpha) = alpha {
-            scale_mass(alpha, &geo[3 * nq..4 * nq], &mut m[..nq]);
-        }
-    } else {
-        let (g0, rest) = g[..3 * nq].split_at_mut(nq);
-        let (g1, g2) = rest.split_at_mut(nq);
-        let f = &geo[..6 * nq];
-        for i in 0..nq {
-            let (x, y, z) = (g0[i], g1[i], g2[i]);
-            let (f00, f01, f02) = (f[i], f[nq + i], f[2 * nq + i]);
-            let (f11, f12, f22) = (f[3 * nq + i], f[4 * nq + i], f[5 * nq + i]);
-            let mut o0 = zero::<T>();
-            let mut o1 = zero::<T>();
-            let mut o2 = zero::<T>();
-            for l in 0..LANES {
-                o0[l] = madd::<T, FMA>(madd::<T, FMA>(f00[l] * x[l], f01[l], y[l]), f02[l], z[l]);
-                o1[l] = madd::<T, FMA>(madd::<T, FMA>(f01[l] * x[l], f11[l], y[l]), f12[l], z[l]);
-                o2[l] = madd::<T, FMA>(madd::<T, FMA>(f02[l] * x[l], f12[l], y[l]), f22[l], z[l]);
-            }
-            g0[i] = o0;
-            g1[i] = o1;
-            g2[i] = o2;
-        }
-        if let Some(alpha) = alpha {
-            scale_mass(alpha, &geo[6 * nq..7 * nq], &mut m[..nq]);
-        }
-    }
-}
-
-/// `m ← α w m` pointwise (lanes copied in and out so that the loop vectorises).
-#[inline(always)]
-fn scale_mass<T: Real>(alpha: T, w: &[Lane<T>], m: &mut [Lane<T>]) {
-    for (mi, wi) in m.iter_mut().zip(w) {
-        let (v, w) = (*mi, *wi);
-        let mut o = zero::<T>();
-        for l in 0..LANES {
-            o[l] = alpha * w[l] * v[l];
-        }
-        *mi = o;
-    }
-}
-
-/// Applies the element operator of kind `K` to the elements in `range`.
-#[inline(always)]
-fn apply_range<T: Real, const FMA: bool, const K: u8>(
+fn apply_range<T: Real, P: TensorPhysics<T> + ?Sized, const FMA: bool, const K: u8>(
     k: &KernelData<'_, T>,
+    phys: &P,
     sz: Sizes,
     range: Range<usize>,
     s: &mut Scratch<T>,
@@ -304,16 +248,12 @@ fn apply_range<T: Real, const FMA: bool, const K: u8>(
     let nc = k.ncomp;
     let geo = k.geo;
     let nf = geo.num_factors();
-    let alpha = if K != MASS && k.has_alpha {
-        Some(k.alpha)
-    } else {
-        None
-    };
+    let (uses_v, uses_g) = (k.uses_value, k.uses_gradient);
     let mut e0 = range.start;
     while e0 < range.end {
         let count = LANES.min(range.end - e0);
         let elems: [usize; LANES] = std::array::from_fn(|l| e0 + l.min(count - 1));
-        // geometry of the batch in lane layout
+        // quadrature data of the batch in lane layout
         let geo_lanes: &[Lane<T>] = match (geo.source, geo.layout) {
             (GeometrySource::Stored, FactorLayout::Interleaved) if e0 % LANES == 0 => {
                 let b = e0 / LANES;
@@ -365,13 +305,13 @@ fn apply_range<T: Real, const FMA: bool, const K: u8>(
                 sgeo
             }
         };
+        // gather: one lane array per node from the batch's index rows
+        let rows: [&[u32]; LANES] = std::array::from_fn(|l| {
+            let e = elems[l];
+            &k.offsets[e * nn..(e + 1) * nn]
+        });
         for c in 0..nc {
-            // gather: one lane array per node from the batch's index rows
-            let rows: [&[u32]; LANES] = std::array::from_fn(|l| {
-                let e = elems[l];
-                &k.offsets[e * nn..(e + 1) * nn]
-            });
-            let u = &mut s.u[..nn];
+            let u = &mut s.u[c * nn..(c + 1) * nn];
             if nc == 1 {
                 for (i, ui) in u.iter_mut().enumerate() {
                     *ui = std::array::from_fn(|l| x[rows[l][i] as usize]);
@@ -381,38 +321,84 @@ fn apply_range<T: Real, const FMA: bool, const K: u8>(
                     *ui = std::array::from_fn(|l| x[rows[l][i] as usize * nc + c]);
                 }
             }
+            let u = &s.u[c * nn..(c + 1) * nn];
+            let gc = &mut s.g[c * dim * nq..(c + 1) * dim * nq];
             match K {
-                MASS => {
-                    let uq = &mut s.uq[..nq];
-                    interp::<T, FMA>(dim, n, q, k.b, &s.u, &mut s.t1, &mut s.t2, uq);
-                    scale_mass(T::one(), &geo_lanes[..nq], uq);
-                    interp::<T, FMA>(dim, q, n, k.bt, &s.uq, &mut s.t1, &mut s.t2, &mut s.r);
+                INTERP => {
+                    let uq = &mut s.uq[c * nq..(c + 1) * nq];
+                    interp::<T, FMA>(dim, n, q, k.b, u, &mut s.t1, &mut s.t2, uq);
                 }
-                DIFFUSION => {
-                    interp::<T, FMA>(dim, n, q, k.b, &s.u, &mut s.t1, &mut s.t2, &mut s.uq);
-                    grad::<T, FMA>(dim, q, k.d, &s.uq, &mut s.g);
-                    pointwise_diffusion::<T, FMA>(dim, nq, geo_lanes, &mut s.g, &mut s.uq, alpha);
-                    grad_t::<T, FMA>(dim, q, k.dt, &s.g, &mut s.uq, alpha.is_some());
-                    interp::<T, FMA>(dim, q, n, k.bt, &s.uq, &mut s.t1, &mut s.t2, &mut s.r);
+                GAUSS => {
+                    let uq = &mut s.uq[c * nq..(c + 1) * nq];
+                    interp::<T, FMA>(dim, n, q, k.b, u, &mut s.t1, &mut s.t2, uq);
+                    grad::<T, FMA>(dim, q, k.d, uq, gc);
                 }
                 _ => {
-                    grad::<T, FMA>(dim, q, k.d, &s.u, &mut s.g);
-                    if alpha.is_some() {
-                        s.r[..nn].copy_from_slice(&s.u[..nn]);
+                    if uses_g {
+                        grad::<T, FMA>(dim, q, k.d, u, gc);
                     }
-                    pointwise_diffusion::<T, FMA>(dim, nq, geo_lanes, &mut s.g, &mut s.r, alpha);
-                    grad_t::<T, FMA>(dim, q, k.dt, &s.g, &mut s.r, alpha.is_some());
                 }
             }
-            sink.put(&elems, count, c, &s.r[..nn]);
+        }
+        let batch = PointBatch {
+            dim,
+            num_points: nq,
+            qdata: geo_lanes,
+            elems: &elems,
+            count,
+            fma: FMA,
+        };
+        // collocated values live at the nodes: the physics works on the gathered ones
+        let values = if K == COLLOC {
+            &mut s.u[..nc * nn]
+        } else {
+            &mut s.uq[..nc * nq]
+        };
+        phys.apply(&batch, values, &mut s.g[..nc * dim * nq]);
+        for c in 0..nc {
+            let gc = &s.g[c * dim * nq..(c + 1) * dim * nq];
+            match K {
+                INTERP => {
+                    let uq = &s.uq[c * nq..(c + 1) * nq];
+                    interp::<T, FMA>(dim, q, n, k.bt, uq, &mut s.t1, &mut s.t2, &mut s.r);
+                    sink.put(&elems, count, c, &s.r[..nn]);
+                }
+                GAUSS => {
+                    let uq = &mut s.uq[c * nq..(c + 1) * nq];
+                    grad_t::<T, FMA>(dim, q, k.dt, gc, uq, uses_v);
+                    let uq = &s.uq[c * nq..(c + 1) * nq];
+                    interp::<T, FMA>(dim, q, n, k.bt, uq, &mut s.t1, &mut s.t2, &mut s.r);
+                    sink.put(&elems, count, c, &s.r[..nn]);
+                }
+                _ => {
+                    if uses_v {
+                        let uc = &mut s.u[c * nn..(c + 1) * nn];
+                        if uses_g {
+                            grad_t::<T, FMA>(dim, q, k.dt, gc, uc, true);
+                        }
+                        sink.put(&elems, count, c, &s.u[c * nn..(c + 1) * nn]);
+                    } else {
+                        grad_t::<T, FMA>(dim, q, k.dt, gc, &mut s.r, false);
+                        sink.put(&elems, count, c, &s.r[..nn]);
+                    }
+                }
+            }
         }
         e0 += count;
     }
 }
 
 /// Const-size instance without FMA (runs on every target).
-fn run_base<T: Real, const K: u8, const D: usize, const N: usize, const Q: usize>(
+fn run_base<
+    T: Real,
+    P: TensorPhysics<T>,
+    const K: u8,
+    const D: usize,
+    const N: usize,
+    const Q: usize,
+>(
     k: &KernelData<'_, T>,
+    phys: &P,
     range: Range<usize>,
     s: &mut Scratch<T>,
     x: &[T],
@@ -420,18 +406,19 @@ fn run_base<T: Real, const K: u8, const D: usize, const N: usize, const Q: usize
 ) {
     let sz = Sizes { dim: D, n: N, q: Q };
     debug_assert_eq!(sz, k.sizes);
-    apply_range::<T, false, K>(k, sz, range, s, x, sink)
+    apply_range::<T, P, false, K>(k, phys, sz, range, s, x, sink)
 }
 
 /// Dynamic-size instance without FMA.
-fn run_base_dyn<T: Real, const K: u8>(
+fn run_base_dyn<T: Real, P: TensorPhysics<T>, const K: u8>(
     k: &KernelData<'_, T>,
+    phys: &P,
     range: Range<usize>,
     s: &mut Scratch<T>,
     x: &[T],
     sink: &mut dyn BatchSink<T>,
 ) {
-    apply_range::<T, false, K>(k, k.sizes, range, s, x, sink)
+    apply_range::<T, P, false, K>(k, phys, k.sizes, range, s, x, sink)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -442,57 +429,70 @@ mod fma {
     /// # Safety
     /// The processor must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn range_fma<T: Real, const K: u8, const D: usize, const N: usize, const Q: usize>(
+    unsafe fn range_fma<
+        T: Real,
+        P: TensorPhysics<T>,
+        const K: u8,
+        const D: usize,
+        const N: usize,
+        const Q: usize,
+    >(
         k: &KernelData<'_, T>,
+        phys: &P,
         range: Range<usize>,
         s: &mut Scratch<T>,
         x: &[T],
         sink: &mut dyn BatchSink<T>,
     ) {
-        apply_range::<T, true, K>(k, Sizes { dim: D, n: N, q: Q }, range, s, x, sink)
+        apply_range::<T, P, true, K>(k, phys, Sizes { dim: D, n: N, q: Q }, range, s, x, sink)
     }
 
     /// # Safety
     /// The processor must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn range_fma_dyn<T: Real, const K: u8>(
+    unsafe fn range_fma_dyn<T: Real, P: TensorPhysics<T>, const K: u8>(
         k: &KernelData<'_, T>,
+        phys: &P,
         range: Range<usize>,
         s: &mut Scratch<T>,
         x: &[T],
         sink: &mut dyn BatchSink<T>,
     ) {
-        apply_range::<T, true, K>(k, k.sizes, range, s, x, sink)
+        apply_range::<T, P, true, K>(k, phys, k.sizes, range, s, x, sink)
     }
 
-    /// Const-size FMA instance. Only [`select`](super::select) hands it out, and only
-    /// after [`available`] returned true.
-    pub(super) fn run<T: Real, const K: u8, const D: usize, const N: usize, const Q: usize>(
+    /// Const-size FMA instance. Only the selection functions hand it out, and only after
+    /// [`available`] returned true.
+    pub(super) fn run<
+        T: Real,
+        P: TensorPhysics<T>,
+        const K: u8,
+        const D: usize,
+        const N: usize,
+        const Q: usize,
+    >(
         k: &KernelData<'_, T>,
+        phys: &P,
         range: Range<usize>,
         s: &mut Scratch<T>,
         x: &[T],
         sink: &mut dyn BatchSink<T>,
     ) {
         // SAFETY: this instance is selected only when `available()` detected AVX2 and FMA.
-        unsafe { range_fma::<T, K, D, N, Q>(k, range, s, x, sink) }
+        unsafe { range_fma::<T, P, K, D, N, Q>(k, phys, range, s, x, sink) }
     }
 
     /// Dynamic-size FMA instance (same contract as [`run`]).
-    pub(super) fn run_dyn<T: Real, const K: u8>(
+    pub(super) fn run_dyn<T: Real, P: TensorPhysics<T>, const K: u8>(
         k: &KernelData<'_, T>,
+        phys: &P,
         range: Range<usize>,
         s: &mut Scratch<T>,
         x: &[T],
         sink: &mut dyn BatchSink<T>,
     ) {
         // SAFETY: as in `run`.
-        unsafe { range_fma_dyn::<T, K>(k, range, s, x, sink) }
-    }
-
-    /// The FMA instance for `kind` and `sizes` (see [`super::select`]).
-    pub(super) fn select<T: Real>(kind: u8, sizes: Sizes) -> RangeFn<T> {
-        pick!(run, run_dyn, T, kind, sizes; 2, 3, 4, 5, 6, 7, 8, 9)
+        unsafe { range_fma_dyn::<T, P, K>(k, phys, range, s, x, sink) }
     }
 
     /// Whether this processor has AVX2 and FMA.
@@ -521,49 +521,110 @@ impl SimdLevel {
     }
 }
 
-/// [`select`] for `f64`. Not generic and not inlined, so that every kernel instance is
-/// compiled once, in this crate, rather than again in each crate that uses the operator.
-#[inline(never)]
-fn select_f64(kind: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<f64> {
-    select::<f64>(kind, sizes, level)
-}
-
-/// [`select`] for `f32` (see [`select_f64`]).
-#[inline(never)]
-fn select_f32(kind: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<f32> {
-    select::<f32>(kind, sizes, level)
-}
-
-/// The kernel instance for scalar type `T` (see [`select`]), taken from the instances
-/// compiled in this crate for `f64` and `f32`. A scalar type other than those two (`Real`
-/// has no others today) gets the dynamic-size baseline kernel.
-pub(crate) fn select_for<T: Real>(kind: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<T> {
-    use std::any::{Any, TypeId};
-    let f: Box<dyn Any> = if TypeId::of::<T>() == TypeId::of::<f64>() {
-        Box::new(select_f64(kind, sizes, level))
-    } else if TypeId::of::<T>() == TypeId::of::<f32>() {
-        Box::new(select_f32(kind, sizes, level))
-    } else {
-        Box::new(())
-    };
-    match f.downcast::<RangeFn<T>>() {
-        Ok(f) => *f,
-        Err(_) => match kind {
-            MASS => run_base_dyn::<T, MASS>,
-            DIFFUSION => run_base_dyn::<T, DIFFUSION>,
-            _ => run_base_dyn::<T, COLLOCATED>,
-        },
-    }
-}
-
-/// The kernel instance for `kind` and `sizes`: a const-size specialisation for orders
-/// 1..=8 at the default number of points (`q = p + 2` Gauss, `q = p + 1` collocated),
-/// the dynamic one otherwise. `Avx2Fma` is only honoured where it was detected.
-fn select<T: Real>(kind: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<T> {
+/// Whether the FMA instances may run at `level` on this processor.
+fn use_fma(level: SimdLevel) -> bool {
     #[cfg(target_arch = "x86_64")]
     if level == SimdLevel::Avx2Fma && fma::available() {
-        return fma::select::<T>(kind, sizes);
+        return true;
     }
     let _ = level;
-    pick!(run_base, run_base_dyn, T, kind, sizes; 2, 3, 4, 5, 6, 7, 8, 9)
+    false
 }
+
+/// Defines, for one built-in physics, a non-generic selection function per scalar type:
+/// every kernel instance of that physics is compiled once, in this crate, rather than again
+/// in each crate that builds an operator. `gauss`/`colloc` say which shapes get const-size
+/// specialisations (orders 1..=8 at the default number of points); the others run the
+/// dynamic-size kernel.
+macro_rules! built_in_selection {
+    ($name:ident, $P:ty, $T:ty, gauss: [$($gk:expr),*], colloc: $colloc:tt) => {
+        #[inline(never)]
+        pub(crate) fn $name(shape: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<$T, $P> {
+            #[cfg(target_arch = "x86_64")]
+            if use_fma(level) {
+                use fma::{run, run_dyn};
+                $(
+                    if shape == $gk {
+                        return pick_gauss!(run, run_dyn, $T, $P, $gk, sizes; 2, 3, 4, 5, 6, 7, 8, 9);
+                    }
+                )*
+                return built_in_selection!(@colloc $colloc, run, run_dyn, $T, $P, shape, sizes);
+            }
+            let _ = level;
+            $(
+                if shape == $gk {
+                    return pick_gauss!(run_base, run_base_dyn, $T, $P, $gk, sizes; 2, 3, 4, 5, 6, 7, 8, 9);
+                }
+            )*
+            built_in_selection!(@colloc $colloc, run_base, run_base_dyn, $T, $P, shape, sizes)
+        }
+    };
+    (@colloc true, $run:ident, $dyn:ident, $T:ty, $P:ty, $shape:expr, $sizes:expr) => {
+        match $shape {
+            COLLOC => pick_colloc!($run, $dyn, $T, $P, $sizes; 2, 3, 4, 5, 6, 7, 8, 9),
+            INTERP => $dyn::<$T, $P, INTERP>,
+            _ => $dyn::<$T, $P, GAUSS>,
+        }
+    };
+    (@colloc false, $run:ident, $dyn:ident, $T:ty, $P:ty, $shape:expr, $sizes:expr) => {
+        match $shape {
+            COLLOC => $dyn::<$T, $P, COLLOC>,
+            INTERP => $dyn::<$T, $P, INTERP>,
+            _ => $dyn::<$T, $P, GAUSS>,
+        }
+    };
+}
+
+built_in_selection!(mass_f64, Mass, f64, gauss: [INTERP], colloc: false);
+built_in_selection!(mass_f32, Mass, f32, gauss: [INTERP], colloc: false);
+built_in_selection!(diffusion_f64, Diffusion, f64, gauss: [GAUSS], colloc: true);
+built_in_selection!(diffusion_f32, Diffusion, f32, gauss: [GAUSS], colloc: true);
+built_in_selection!(elastic_f64, Elastic, f64, gauss: [], colloc: true);
+built_in_selection!(elastic_f32, Elastic, f32, gauss: [], colloc: true);
+
+/// The dynamic-size kernel of any physics (a physics of one's own).
+pub(crate) fn select_dyn<T: Real, P: TensorPhysics<T>>(
+    shape: u8,
+    level: SimdLevel,
+) -> RangeFn<T, P> {
+    #[cfg(target_arch = "x86_64")]
+    if use_fma(level) {
+        return match shape {
+            INTERP => fma::run_dyn::<T, P, INTERP>,
+            GAUSS => fma::run_dyn::<T, P, GAUSS>,
+            _ => fma::run_dyn::<T, P, COLLOC>,
+        };
+    }
+    let _ = level;
+    match shape {
+        INTERP => run_base_dyn::<T, P, INTERP>,
+        GAUSS => run_base_dyn::<T, P, GAUSS>,
+        _ => run_base_dyn::<T, P, COLLOC>,
+    }
+}
+
+/// Picks the `f64` or `f32` instance of a built-in physics for a generic scalar type
+/// (`Real` has no other types; a third one would get the dynamic kernel).
+macro_rules! select_built_in {
+    ($fname:ident, $P:ty, $f64:ident, $f32:ident) => {
+        /// The kernel instance of this built-in physics for `T`, shape and sizes.
+        pub(crate) fn $fname<T: Real>(shape: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<T, $P> {
+            use std::any::{Any, TypeId};
+            let f: Box<dyn Any> = if TypeId::of::<T>() == TypeId::of::<f64>() {
+                Box::new($f64(shape, sizes, level))
+            } else if TypeId::of::<T>() == TypeId::of::<f32>() {
+                Box::new($f32(shape, sizes, level))
+            } else {
+                Box::new(())
+            };
+            match f.downcast::<RangeFn<T, $P>>() {
+                Ok(f) => *f,
+                Err(_) => select_dyn::<T, $P>(shape, level),
+            }
+        }
+    };
+}
+
+select_built_in!(select_mass, Mass, mass_f64, mass_f32);
+select_built_in!(select_diffusion, Diffusion, diffusion_f64, diffusion_f32);
+select_built_in!(select_elastic, Elastic, elastic_f64, elastic_f32);

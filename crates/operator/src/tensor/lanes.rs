@@ -11,7 +11,7 @@ use ferrofem_base::Real;
 pub const LANES: usize = 8;
 
 /// One value per element of a batch.
-pub(crate) type Lane<T> = [T; LANES];
+pub type Lane<T> = [T; LANES];
 
 /// The all-zero lane.
 #[inline(always)]

@@ -1,7 +1,10 @@
-//! Sum-factorised tensor-product operators on quadrilaterals and hexahedra: the CEED
-//! bake-off problems BP1 (mass), BP3 (diffusion, Gauss quadrature) and BP3.5 (diffusion
-//! collocated at the GLL nodes, CEED BP5) of Świrydowicz et al. (2019), scalar or with
-//! several components, as the CPU baseline and twin of the GPU kernels.
+//! Sum-factorised tensor-product operators on quadrilaterals and hexahedra with pointwise
+//! physics ([`TensorPhysics`]): the CEED bake-off problems BP1 (mass), BP3 (diffusion,
+//! Gauss quadrature) and BP3.5 (diffusion collocated at the GLL nodes, CEED BP5) of
+//! Świrydowicz et al. (2019), scalar or with several components, as the CPU baseline and
+//! twin of the GPU kernels; the spectral-element stiffness (acoustic: diffusion with
+//! `1/ρ`; isotropic elastic) and lumped mass; coefficients per element or point, and
+//! physics of one's own.
 //!
 //! One application is the pipeline of the design document: gather (restriction), the
 //! element kernel (interpolate with `B`, differentiate with `D̂` along each axis as 1-D
@@ -18,11 +21,13 @@ pub mod bandwidth;
 mod basis;
 mod diagonal;
 mod error;
+mod forms;
 mod geometry;
 mod kernel;
 mod lanes;
 pub mod model;
 mod operator;
+mod physics;
 
 pub use accumulate::{Accumulation, BlockColoring};
 pub use bandwidth::measure_copy_bandwidth;
@@ -31,10 +36,13 @@ pub use error::TensorError;
 /// Re-exported: [`TensorOptions::geometry`] and [`ModelSpec::geometry`] take it, as the GPU
 /// backend's operators do.
 pub use ferrofem_geometry::GeometrySource;
+pub use forms::{Diffusion, Elastic, Mass};
 pub use geometry::{FactorLayout, TensorGeometry};
 pub use kernel::SimdLevel;
-pub use lanes::LANES;
-pub use model::{IndexTraffic, Model, ModelSpec, VectorTraffic};
+pub use lanes::{Lane, LANES};
+pub use model::{FormModel, IndexTraffic, Model, ModelSpec, VectorTraffic};
 pub use operator::{
-    default_block_len, TensorKind, TensorOperator, TensorOptions, MAX_DEFAULT_BLOCK_LEN,
+    default_block_len, Form, PhysicsOptions, Quadrature, TensorKind, TensorOperator, TensorOptions,
+    MAX_DEFAULT_BLOCK_LEN,
 };
+pub use physics::{Coefficient, PointBatch, PointGeometry, TensorPhysics};

@@ -32,7 +32,8 @@
 //! `2 d² (2^d - 1)` flops for `J` and 71 (3-D) or 18 (2-D) for the adjugate, determinant
 //! and `G` (the mass operator needs `w det J` only: 15 or 4).
 
-use super::TensorKind;
+use super::{TensorKind, TensorPhysics};
+use ferrofem_base::Real;
 use ferrofem_geometry::GeometrySource;
 
 /// Bytes moved and flops done by one application of an operator.
@@ -94,11 +95,59 @@ pub enum VectorTraffic {
     EVector,
 }
 
+/// What the model needs to know of an operator's pointwise physics and quadrature.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FormModel {
+    /// True when the physics reads values.
+    pub uses_value: bool,
+    /// True when the physics reads gradients.
+    pub uses_gradient: bool,
+    /// True for collocation at the GLL nodes (no interpolation).
+    pub collocated: bool,
+    /// Stored quadrature data per point.
+    pub factors: usize,
+    /// Pointwise flops per point and element (all components).
+    pub pointwise_flops: f64,
+}
+
+impl FormModel {
+    /// The model of a bake-off problem with `ncomp` components in dimension `dim`.
+    pub fn of_kind(kind: TensorKind, dim: usize, ncomp: usize) -> FormModel {
+        let mass = if kind.has_mass() { 2.0 } else { 0.0 };
+        FormModel {
+            uses_value: kind.has_mass(),
+            uses_gradient: kind.has_gradient(),
+            collocated: kind.is_collocated(),
+            factors: factors_per_point(kind, dim),
+            pointwise_flops: ncomp as f64
+                * match kind {
+                    TensorKind::Mass => 1.0,
+                    _ => (dim * (2 * dim - 1)) as f64 + mass,
+                },
+        }
+    }
+
+    /// The model of a physics in dimension `dim`.
+    pub fn of_physics<T: Real>(
+        physics: &dyn TensorPhysics<T>,
+        dim: usize,
+        collocated: bool,
+    ) -> FormModel {
+        FormModel {
+            uses_value: physics.uses_value(),
+            uses_gradient: physics.uses_gradient(),
+            collocated,
+            factors: physics.qdata_len(dim),
+            pointwise_flops: physics.flops_per_point(dim),
+        }
+    }
+}
+
 /// Everything the model depends on.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelSpec {
-    /// The operator.
-    pub kind: TensorKind,
+    /// The operator's physics and quadrature.
+    pub form: FormModel,
     /// Dimension (2 or 3).
     pub dim: usize,
     /// Polynomial order `p` (`n = p + 1` nodes per direction).
@@ -161,7 +210,7 @@ pub fn bytes(s: &ModelSpec) -> f64 {
         _ => 0.0,
     };
     let geometry = match s.geometry {
-        GeometrySource::Stored => ne * nq * factors_per_point(s.kind, s.dim) as f64 * sb,
+        GeometrySource::Stored => ne * nq * s.form.factors as f64 * sb,
         GeometrySource::OnTheFly => ne * (s.dim * ((1 << s.dim) - 1)) as f64 * sb,
     };
     input + output + indices + geometry
@@ -178,34 +227,28 @@ pub fn flops(s: &ModelSpec) -> f64 {
         .map(|a| 2.0 * q * n * n.powi(d - 1 - a) * q.powi(a))
         .sum();
     let grad = d as f64 * 2.0 * q * q * q.powi(d - 1);
-    let g_pointwise = (d * (2 * d - 1)) as f64;
-    let per_point_mass = 2.0;
-    let per_comp = match s.kind {
-        TensorKind::Mass => 2.0 * interp + nq,
-        TensorKind::Diffusion { alpha } => {
-            2.0 * interp
-                + 2.0 * grad
-                + nq * (g_pointwise + if alpha != 0.0 { per_point_mass } else { 0.0 })
-        }
-        TensorKind::CollocatedDiffusion { alpha } => {
-            2.0 * grad + nq * (g_pointwise + if alpha != 0.0 { per_point_mass } else { 0.0 })
-        }
+    let f = &s.form;
+    let per_comp = match (f.collocated, f.uses_gradient) {
+        (false, false) => 2.0 * interp,
+        (false, true) => 2.0 * interp + 2.0 * grad,
+        (true, true) => 2.0 * grad,
+        (true, false) => 0.0,
     };
     let geometry = match s.geometry {
         GeometrySource::Stored => 0.0,
         GeometrySource::OnTheFly => {
             let nv1 = ((1 << s.dim) - 1) as f64;
             let j = 2.0 * (d * d) as f64 * nv1;
-            let rest = match (s.kind, s.dim) {
-                (TensorKind::Mass, 3) => 15.0,
-                (TensorKind::Mass, _) => 4.0,
+            let rest = match (f.uses_gradient, s.dim) {
+                (false, 3) => 15.0,
+                (false, _) => 4.0,
                 (_, 3) => 71.0,
                 _ => 18.0,
             };
             nq * (j + rest)
         }
     };
-    s.num_elem as f64 * (per_comp * s.ncomp as f64 + geometry)
+    s.num_elem as f64 * (per_comp * s.ncomp as f64 + nq * f.pointwise_flops + geometry)
 }
 
 /// The model of one application.
@@ -226,7 +269,7 @@ pub fn paper_table2(
     scalar_bytes: usize,
 ) -> Model {
     model(&ModelSpec {
-        kind,
+        form: FormModel::of_kind(kind, dim, 1),
         dim,
         order,
         q,
@@ -272,7 +315,7 @@ mod tests {
     #[test]
     fn brick_indices_count_the_brick_boundary() {
         let spec = |indices, p, ne| ModelSpec {
-            kind: TensorKind::Mass,
+            form: FormModel::of_kind(TensorKind::Mass, 3, 1),
             dim: 3,
             order: p,
             q: p + 2,
@@ -302,7 +345,7 @@ mod tests {
     #[test]
     fn lvector_model_counts_indices_and_accumulation() {
         let base = ModelSpec {
-            kind: TensorKind::Mass,
+            form: FormModel::of_kind(TensorKind::Mass, 2, 1),
             dim: 2,
             order: 1,
             q: 3,

@@ -3,12 +3,12 @@
 
 use super::accumulate::{sum_by_node, EVecSink, SharedSink, SharedSlice};
 use super::basis::transpose;
-use super::geometry::{vertex_offsets, MapTable};
+use super::geometry::{origins, vertex_offsets, MapTable};
 use super::kernel::{self, KernelData, RangeFn, Scratch, Sizes};
-use super::model::{self, IndexTraffic, Model, ModelSpec, VectorTraffic};
+use super::model::{self, FormModel, IndexTraffic, Model, ModelSpec, VectorTraffic};
 use super::{
-    diagonal, Accumulation, BlockColoring, FactorLayout, SimdLevel, TensorBasis, TensorError,
-    TensorGeometry, LANES,
+    diagonal, Accumulation, BlockColoring, Diffusion, Elastic, FactorLayout, Mass, PointGeometry,
+    SimdLevel, TensorBasis, TensorError, TensorGeometry, TensorPhysics, LANES,
 };
 use ferrofem_base::{LinearOperator, Real};
 use ferrofem_geometry::GeometrySource;
@@ -84,12 +84,148 @@ impl TensorKind {
             TensorKind::CollocatedDiffusion { .. } => "BP3.5",
         }
     }
-    fn code(self) -> u8 {
+    /// The physics and quadrature of this bake-off problem for `ncomp` components.
+    fn form<T: Real>(
+        self,
+        ncomp: usize,
+        q_points: Option<usize>,
+        order: usize,
+    ) -> (Form<T>, Quadrature) {
+        let q = q_points.unwrap_or(self.default_points(order));
         match self {
-            TensorKind::Mass => kernel::MASS,
-            TensorKind::Diffusion { .. } => kernel::DIFFUSION,
-            TensorKind::CollocatedDiffusion { .. } => kernel::COLLOCATED,
+            TensorKind::Mass => (Form::Mass(Mass::unit(ncomp)), Quadrature::Gauss(q)),
+            TensorKind::Diffusion { alpha } => (
+                Form::Diffusion(Diffusion::unit(ncomp, alpha)),
+                Quadrature::Gauss(q),
+            ),
+            TensorKind::CollocatedDiffusion { alpha } => {
+                let quad = if q == order + 1 {
+                    Quadrature::Collocated
+                } else {
+                    Quadrature::CollocatedWith(q)
+                };
+                (Form::Diffusion(Diffusion::unit(ncomp, alpha)), quad)
+            }
         }
+    }
+}
+
+/// The quadrature of a [`TensorOperator`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quadrature {
+    /// `q` Gauss points per direction: values interpolated there with `B` (BP1, BP3).
+    Gauss(usize),
+    /// Collocation at the `p + 1` GLL nodes per direction: no interpolation (BP3.5, the
+    /// spectral-element method, whose mass is then diagonal).
+    Collocated,
+    /// A collocated request with another number of points: refused when the operator is
+    /// built (kept so that the error can name it).
+    CollocatedWith(usize),
+}
+
+/// The pointwise physics of a [`TensorOperator`]: a built-in one (its kernels specialised
+/// for orders 1..=8 and compiled in this crate) or one's own.
+pub enum Form<T: Real> {
+    /// Weighted mass.
+    Mass(Mass),
+    /// Diffusion with a coefficient (and a screening term).
+    Diffusion(Diffusion),
+    /// Isotropic linear elasticity.
+    Elastic(Elastic),
+    /// A physics of one's own (dynamic-size kernels).
+    Own(Box<dyn TensorPhysics<T>>),
+}
+
+impl<T: Real> From<Mass> for Form<T> {
+    fn from(p: Mass) -> Form<T> {
+        Form::Mass(p)
+    }
+}
+impl<T: Real> From<Diffusion> for Form<T> {
+    fn from(p: Diffusion) -> Form<T> {
+        Form::Diffusion(p)
+    }
+}
+impl<T: Real> From<Elastic> for Form<T> {
+    fn from(p: Elastic) -> Form<T> {
+        Form::Elastic(p)
+    }
+}
+impl<T: Real> From<Box<dyn TensorPhysics<T>>> for Form<T> {
+    fn from(p: Box<dyn TensorPhysics<T>>) -> Form<T> {
+        Form::Own(p)
+    }
+}
+
+impl<T: Real> Form<T> {
+    fn physics(&self) -> &dyn TensorPhysics<T> {
+        match self {
+            Form::Mass(p) => p,
+            Form::Diffusion(p) => p,
+            Form::Elastic(p) => p,
+            Form::Own(p) => p.as_ref(),
+        }
+    }
+}
+
+/// A physics with the kernel instance chosen for it.
+struct Bound<T: Real, P> {
+    physics: P,
+    run: RangeFn<T, P>,
+}
+
+/// [`Bound`] with the physics type erased.
+trait BoundKernel<T: Real>: Send + Sync {
+    fn run(
+        &self,
+        k: &KernelData<'_, T>,
+        range: std::ops::Range<usize>,
+        s: &mut Scratch<T>,
+        x: &[T],
+        sink: &mut dyn kernel::BatchSink<T>,
+    );
+    fn physics(&self) -> &dyn TensorPhysics<T>;
+}
+
+impl<T: Real, P: TensorPhysics<T>> BoundKernel<T> for Bound<T, P> {
+    fn run(
+        &self,
+        k: &KernelData<'_, T>,
+        range: std::ops::Range<usize>,
+        s: &mut Scratch<T>,
+        x: &[T],
+        sink: &mut dyn kernel::BatchSink<T>,
+    ) {
+        (self.run)(k, &self.physics, range, s, x, sink)
+    }
+    fn physics(&self) -> &dyn TensorPhysics<T> {
+        &self.physics
+    }
+}
+
+fn bind<T: Real>(
+    form: Form<T>,
+    shape: u8,
+    sizes: Sizes,
+    simd: SimdLevel,
+) -> Box<dyn BoundKernel<T>> {
+    match form {
+        Form::Mass(physics) => Box::new(Bound {
+            run: kernel::select_mass::<T>(shape, sizes, simd),
+            physics,
+        }),
+        Form::Diffusion(physics) => Box::new(Bound {
+            run: kernel::select_diffusion::<T>(shape, sizes, simd),
+            physics,
+        }),
+        Form::Elastic(physics) => Box::new(Bound {
+            run: kernel::select_elastic::<T>(shape, sizes, simd),
+            physics,
+        }),
+        Form::Own(physics) => Box::new(Bound {
+            run: kernel::select_dyn::<T, Box<dyn TensorPhysics<T>>>(shape, simd),
+            physics,
+        }),
     }
 }
 
@@ -131,15 +267,51 @@ impl TensorOptions {
     }
 }
 
-/// A sum-factorised operator on quadrilaterals or hexahedra (BP1, BP3, BP3.5 and their
-/// vector variants BP2/BP4/BP6: with `ncomp > 1` the same scalar operator acts on every
-/// component). Applies `y = A x` on L-vectors of its space, in parallel with rayon.
+/// Construction options of a [`TensorOperator`] with a physics of its own
+/// ([`TensorOperator::with_physics`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PhysicsOptions {
+    /// The quadrature.
+    pub quadrature: Quadrature,
+    /// Stored or on-the-fly geometry (on the fly only for physics whose quadrature data
+    /// are the plain geometric factors).
+    pub geometry: GeometrySource,
+    /// The layout of stored data.
+    pub factor_layout: FactorLayout,
+    /// How element results are accumulated.
+    pub accumulation: Accumulation,
+    /// Instruction set (`None`: the best one detected).
+    pub simd: Option<SimdLevel>,
+    /// Elements per colour block (`None`: [`default_block_len`]).
+    pub block_len: Option<usize>,
+}
+
+impl PhysicsOptions {
+    /// Defaults for `quadrature`: stored data in the interleaved layout, the default
+    /// accumulation, detected instruction set.
+    pub fn new(quadrature: Quadrature) -> PhysicsOptions {
+        PhysicsOptions {
+            quadrature,
+            geometry: GeometrySource::Stored,
+            factor_layout: FactorLayout::default(),
+            accumulation: Accumulation::default(),
+            simd: None,
+            block_len: None,
+        }
+    }
+}
+
+/// A sum-factorised operator on quadrilaterals or hexahedra with pointwise physics
+/// ([`TensorPhysics`]): the bake-off problems BP1, BP3, BP3.5 and their vector variants
+/// BP2/BP4/BP6 ([`TensorOperator::new`]), and any physics ([`TensorOperator::with_physics`]):
+/// the acoustic and elastic spectral-element stiffness, variable coefficients, one's own.
+/// Applies `y = A x` on L-vectors of its space, in parallel with rayon.
 ///
 /// Elements go through the kernels in batches of [`LANES`], one element per SIMD lane;
-/// orders 1..=8 at the default number of points use kernels specialised at compile time,
-/// other orders and point counts a dynamic-size kernel.
+/// the built-in physics at orders 1..=8 and the default number of points use kernels
+/// specialised at compile time, other orders and point counts a dynamic-size kernel.
 pub struct TensorOperator<T: Real> {
-    kind: TensorKind,
+    kind: Option<TensorKind>,
     basis: TensorBasis,
     geometry: TensorGeometry<T>,
     restriction: ElemRestriction,
@@ -152,9 +324,8 @@ pub struct TensorOperator<T: Real> {
     dt: Vec<T>,
     dphi: Vec<T>,
     w: Vec<T>,
-    alpha: T,
     simd: SimdLevel,
-    kernel: RangeFn<T>,
+    kernel: Box<dyn BoundKernel<T>>,
     offsets_f64: Vec<f64>,
     evec: Mutex<Vec<T>>,
     scratch: Mutex<Vec<Scratch<T>>>,
@@ -168,10 +339,15 @@ struct PooledScratch<'a, T: Real> {
 }
 
 impl<'a, T: Real> PooledScratch<'a, T> {
-    fn take(pool: &'a Mutex<Vec<Scratch<T>>>, sizes: Sizes, nf: usize) -> PooledScratch<'a, T> {
+    fn take(
+        pool: &'a Mutex<Vec<Scratch<T>>>,
+        sizes: Sizes,
+        nf: usize,
+        nc: usize,
+    ) -> PooledScratch<'a, T> {
         let reused = pool.lock().ok().and_then(|mut p| p.pop());
         PooledScratch {
-            scratch: reused.unwrap_or_else(|| Scratch::new(sizes, nf)),
+            scratch: reused.unwrap_or_else(|| Scratch::new(sizes, nf, nc)),
             pool,
         }
     }
@@ -191,6 +367,7 @@ impl<T: Real> Drop for PooledScratch<'_, T> {
 impl<T: Real> std::fmt::Debug for TensorOperator<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TensorOperator")
+            .field("physics", &self.kernel.physics().name())
             .field("kind", &self.kind)
             .field("order", &self.basis.order)
             .field("q", &self.basis.q)
@@ -206,13 +383,47 @@ impl<T: Real> std::fmt::Debug for TensorOperator<T> {
 }
 
 impl<T: Real> TensorOperator<T> {
-    /// Builds the operator of `opts.kind` for `space` on `mesh` (the mesh the space was
-    /// built on), computing the geometry at the quadrature points.
+    /// Builds the bake-off operator of `opts.kind` for `space` on `mesh` (the mesh the
+    /// space was built on; the same scalar form on each of the space's components),
+    /// computing the geometry at the quadrature points.
     pub fn new(
         mesh: &Mesh,
         space: &H1Space,
         opts: &TensorOptions,
     ) -> Result<TensorOperator<T>, TensorError> {
+        let kind = opts.kind;
+        if !kind.alpha().is_finite() {
+            return Err(TensorError::Alpha(kind.alpha()));
+        }
+        let (form, quadrature) = kind.form::<T>(space.ncomp(), opts.q_points, space.order());
+        let popts = PhysicsOptions {
+            quadrature,
+            geometry: opts.geometry,
+            factor_layout: opts.factor_layout,
+            accumulation: opts.accumulation,
+            simd: opts.simd,
+            block_len: opts.block_len,
+        };
+        let mut op = TensorOperator::with_physics(mesh, space, form, &popts)?;
+        op.kind = Some(kind);
+        Ok(op)
+    }
+
+    /// Builds the operator of `physics` for `space` on `mesh` (the mesh the space was
+    /// built on), computing the physics' quadrature data at every point.
+    ///
+    /// Errors: a mesh that is not of quadrilaterals or hexahedra or does not fit the
+    /// space, a physics whose component count differs from the space's, a quadrature the
+    /// physics cannot use (values only with Gauss points, a collocated rule with other
+    /// than `p + 1` points), on-the-fly geometry for a physics with coefficients,
+    /// inverted elements and quadrature data that are not finite.
+    pub fn with_physics(
+        mesh: &Mesh,
+        space: &H1Space,
+        physics: impl Into<Form<T>>,
+        opts: &PhysicsOptions,
+    ) -> Result<TensorOperator<T>, TensorError> {
+        let form = physics.into();
         let ct = mesh.cell_type();
         if !ct.is_tensor() {
             return Err(TensorError::NotTensorCell(ct));
@@ -225,21 +436,51 @@ impl<T: Real> TensorOperator<T> {
                 mesh_type: ct,
             });
         }
-        let kind = opts.kind;
-        if !kind.alpha().is_finite() {
-            return Err(TensorError::Alpha(kind.alpha()));
+        let phys = form.physics();
+        if phys.ncomp() != space.ncomp() {
+            return Err(TensorError::Unsupported(format!(
+                "the {} physics has {} components, the space {}",
+                phys.name(),
+                phys.ncomp(),
+                space.ncomp()
+            )));
+        }
+        if !phys.uses_value() && !phys.uses_gradient() {
+            return Err(TensorError::Unsupported(format!(
+                "the {} physics uses neither values nor gradients",
+                phys.name()
+            )));
         }
         let dim = ct.dim();
         let order = space.order();
-        let q = opts.q_points.unwrap_or(kind.default_points(order));
-        let basis = TensorBasis::new(dim, order, q, kind.is_collocated())?;
-        let has_mass = kind.has_mass();
+        let (q, collocated) = match opts.quadrature {
+            Quadrature::Gauss(q) => (q, false),
+            Quadrature::Collocated => (order + 1, true),
+            Quadrature::CollocatedWith(q) => (q, true),
+        };
+        let basis = TensorBasis::new(dim, order, q, collocated)?;
+        let shape = match (collocated, phys.uses_gradient()) {
+            (true, _) => kernel::COLLOC,
+            (false, true) => kernel::GAUSS,
+            (false, false) => kernel::INTERP,
+        };
+        let plain = (phys.uses_gradient(), phys.uses_value());
+        if opts.geometry == GeometrySource::OnTheFly && !phys.plain_geometry() {
+            return Err(TensorError::Unsupported(format!(
+                "the {} physics has coefficients in its quadrature data: on-the-fly geometry needs the plain geometric factors; store it instead",
+                phys.name()
+            )));
+        }
+        let nf = phys.qdata_len(dim);
         let offsets_f64 = vertex_offsets(mesh);
+        let qdata = |p: &PointGeometry, out: &mut [f64]| phys.qdata(p, out);
         let geometry = TensorGeometry::build(
             &offsets_f64,
+            &origins(mesh),
             &basis,
-            kind.has_gradient(),
-            has_mass,
+            nf,
+            &qdata,
+            plain,
             opts.geometry,
             opts.factor_layout,
         )?;
@@ -266,14 +507,13 @@ impl<T: Real> TensorOperator<T> {
         };
         let sizes = Sizes { dim, n, q: qq };
         Ok(TensorOperator {
-            kind,
+            kind: None,
             b: conv(&basis.interp),
             bt: conv(&transpose_of(&basis.interp, qq, n)),
             d: conv(&basis.grad),
             dt: conv(&transpose_of(&basis.grad, qq, qq)),
             dphi: conv(&table.dphi),
             w: conv(&table.w),
-            alpha: T::of(kind.alpha()),
             basis,
             geometry,
             restriction,
@@ -281,16 +521,20 @@ impl<T: Real> TensorOperator<T> {
             accumulation: opts.accumulation,
             coloring,
             simd,
-            kernel: kernel::select_for::<T>(kind.code(), sizes, simd),
+            kernel: bind(form, shape, sizes, simd),
             offsets_f64,
             evec: Mutex::new(Vec::new()),
             scratch: Mutex::new(Vec::new()),
         })
     }
 
-    /// The form.
-    pub fn kind(&self) -> TensorKind {
+    /// The bake-off form, for operators built by [`TensorOperator::new`].
+    pub fn kind(&self) -> Option<TensorKind> {
         self.kind
+    }
+    /// The pointwise physics.
+    pub fn physics(&self) -> &dyn TensorPhysics<T> {
+        self.kernel.physics()
     }
     /// The 1-D matrices and quadrature.
     pub fn basis(&self) -> &TensorBasis {
@@ -336,8 +580,8 @@ impl<T: Real> TensorOperator<T> {
             bt: &self.bt,
             d: &self.d,
             dt: &self.dt,
-            alpha: self.alpha,
-            has_alpha: self.kind.has_mass(),
+            uses_value: self.physics().uses_value(),
+            uses_gradient: self.physics().uses_gradient(),
             geo: &self.geometry,
             dphi: &self.dphi,
             w: &self.w,
@@ -366,7 +610,7 @@ impl<T: Real> TensorOperator<T> {
             self.restriction.ncomp(),
             self.restriction.num_elem(),
         );
-        let kernel = self.kernel;
+        let kernel = &self.kernel;
         match &self.coloring {
             None => {
                 let mut local = Vec::new();
@@ -379,7 +623,7 @@ impl<T: Real> TensorOperator<T> {
                 evec.par_chunks_mut(TASK_ELEMS * nc * nn)
                     .enumerate()
                     .for_each_init(
-                        || PooledScratch::take(&self.scratch, sizes, nf),
+                        || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, (t, chunk)| {
                             let e0 = t * TASK_ELEMS;
                             let mut sink = EVecSink {
@@ -388,7 +632,7 @@ impl<T: Real> TensorOperator<T> {
                                 ncomp: nc,
                                 nodes: nn,
                             };
-                            kernel(&kd, e0..(e0 + TASK_ELEMS).min(ne), s.get(), x, &mut sink);
+                            kernel.run(&kd, e0..(e0 + TASK_ELEMS).min(ne), s.get(), x, &mut sink);
                         },
                     );
                 sum_by_node(&self.transpose, nn, nc, evec, y);
@@ -399,7 +643,7 @@ impl<T: Real> TensorOperator<T> {
                 let offsets = self.restriction.offsets();
                 for color in &coloring.colors {
                     color.par_iter().for_each_init(
-                        || PooledScratch::take(&self.scratch, sizes, nf),
+                        || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, &b| {
                             let mut sink = SharedSink {
                                 y: &shared,
@@ -407,7 +651,7 @@ impl<T: Real> TensorOperator<T> {
                                 ncomp: nc,
                                 nodes: nn,
                             };
-                            kernel(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
+                            kernel.run(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
                         },
                     );
                 }
@@ -417,15 +661,17 @@ impl<T: Real> TensorOperator<T> {
     }
 
     /// The diagonal of the assembled operator (an L-vector), computed matrix-free: per
-    /// element by sum factorisation in `f64`, then summed by node.
-    pub fn diagonal(&self) -> Vec<T> {
+    /// element by sum factorisation in `f64`, then summed by node. Available for the
+    /// bake-off problems ([`TensorOperator::new`]); `None` for other physics.
+    pub fn diagonal(&self) -> Option<Vec<T>> {
+        let kind = self.kind?;
         let ne = self.restriction.num_elem();
-        let mass_coef = self.kind.has_mass().then(|| self.kind.alpha());
+        let mass_coef = kind.has_mass().then(|| kind.alpha());
         let ed = diagonal::element_diagonals(
             &self.basis,
             &self.offsets_f64,
             ne,
-            self.kind.has_gradient(),
+            kind.has_gradient(),
             mass_coef,
         );
         let mut dn = vec![0.0f64; self.restriction.num_nodes()];
@@ -437,15 +683,19 @@ impl<T: Real> TensorOperator<T> {
             &mut dn,
         );
         let nc = self.restriction.ncomp();
-        (0..self.len()).map(|i| T::of(dn[i / nc])).collect()
+        Some((0..self.len()).map(|i| T::of(dn[i / nc])).collect())
     }
 
     /// The inputs of the byte/flop model for this operator: L-vectors, restriction
     /// offsets, its geometry source, and an output that is read as well as written when the
     /// accumulation adds into it ([`Accumulation::Colored`]).
     pub fn model_spec(&self) -> ModelSpec {
+        let form = match self.kind {
+            Some(kind) => FormModel::of_kind(kind, self.basis.dim, self.restriction.ncomp()),
+            None => FormModel::of_physics(self.physics(), self.basis.dim, self.basis.collocated),
+        };
         ModelSpec {
-            kind: self.kind,
+            form,
             dim: self.basis.dim,
             order: self.basis.order,
             q: self.basis.q,
@@ -486,6 +736,6 @@ impl<T: Real> LinearOperator<T> for TensorOperator<T> {
         }
     }
     fn diagonal(&self) -> Option<Vec<T>> {
-        Some(TensorOperator::diagonal(self))
+        TensorOperator::diagonal(self)
     }
 }

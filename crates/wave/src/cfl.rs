@@ -1,0 +1,140 @@
+//! The stable time step of the leapfrog: from the mesh (smallest GLL spacing of each
+//! element over its largest wave speed, times a Courant number for the dimension and the
+//! order), and, to check that estimate, from the largest eigenvalue of `M⁻¹K` (the exact
+//! bound `dt < 2/√λ_max`).
+
+use ferrofem_space::H1Space;
+use rayon::prelude::*;
+
+/// The largest stable Courant number `vp dt / h_min` of the spectral-element leapfrog on
+/// square (cubic) elements, for orders 1 to 10 (`h_min` the smallest GLL spacing),
+/// from `λ_max(M⁻¹K)` of the acoustic operator on uniform grids (power iteration; the
+/// test `courant_table_is_tight_on_uniform_grids` checks them), rounded down; 3-D is 2-D
+/// times `√(2/3)`, as for the second-order wave equation on a cubic lattice.
+/// Elastic operators with `vs < vp` and distorted elements are covered by the safety
+/// factor [`SAFETY`].
+const COURANT_2D: [f64; 10] = [
+    std::f64::consts::FRAC_1_SQRT_2,
+    0.5773,
+    0.5910,
+    0.6020,
+    0.6050,
+    0.6055,
+    0.6052,
+    0.6049,
+    0.6044,
+    0.6041,
+];
+/// The 3-D twin of [`COURANT_2D`].
+const COURANT_3D: [f64; 10] = [
+    0.5773, 0.4713, 0.4825, 0.4915, 0.4939, 0.4943, 0.4941, 0.4938, 0.4934, 0.4932,
+];
+
+/// The fraction of the uniform-grid limit that the stable step takes, for distorted
+/// elements and the elastic operator.
+pub const SAFETY: f64 = 0.8;
+
+/// The stable step of a mesh and medium, and what sets it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StableStep {
+    /// The largest step the solver accepts (s).
+    pub bound: f64,
+    /// The smallest GLL spacing of the element that sets it (m).
+    pub h_min: f64,
+    /// The largest wave speed of that element (m/s).
+    pub velocity: f64,
+    /// That element.
+    pub elem: usize,
+}
+
+/// The Courant number the stable step uses in dimension `dim` at `order` (safety included).
+pub fn courant_number(dim: usize, order: usize) -> f64 {
+    let table = if dim == 2 { &COURANT_2D } else { &COURANT_3D };
+    SAFETY * table[order.clamp(1, table.len()) - 1]
+}
+
+/// The stable step of `space` (scalar node numbering) with `vmax[e]` the largest wave
+/// speed of element `e`.
+pub fn stable_step(space: &H1Space, vmax: &[f64]) -> StableStep {
+    let d = space.dim();
+    let p = space.order();
+    let n = p + 1;
+    let r = space.restriction();
+    let strides: Vec<usize> = (0..d).map(|a| n.pow(a as u32)).collect();
+    let (ratio, h_min, velocity, elem) = (0..r.num_elem())
+        .into_par_iter()
+        .map(|e| {
+            let nodes = r.elem(e);
+            let mut h = f64::INFINITY;
+            for (i, &node) in nodes.iter().enumerate() {
+                let xi = space.node_coord(node as usize);
+                for (a, &s) in strides.iter().enumerate() {
+                    if (i / s) % n + 1 < n {
+                        let xj = space.node_coord(nodes[i + s] as usize);
+                        let dist = (0..d).map(|k| (xi[k] - xj[k]).powi(2)).sum::<f64>().sqrt();
+                        h = h.min(dist);
+                    }
+                    let _ = a;
+                }
+            }
+            (h / vmax[e], h, vmax[e], e)
+        })
+        .reduce(
+            || (f64::INFINITY, 0.0, 0.0, 0),
+            |a, b| {
+                if b.0 < a.0 || (b.0 == a.0 && b.3 < a.3) {
+                    b
+                } else {
+                    a
+                }
+            },
+        );
+    StableStep {
+        bound: courant_number(d, p) * ratio,
+        h_min,
+        velocity,
+        elem,
+    }
+}
+
+/// Estimates `λ_max(M⁻¹K)` by power iteration (`apply_k(x, y)`: `y = K x`; `minv` the
+/// inverse lumped mass, zero where the field is held). The estimate approaches the largest
+/// eigenvalue from below; `iterations` of 100 give a few digits on meshes of any size.
+pub fn max_eigenvalue(
+    apply_k: &mut dyn FnMut(&[f64], &mut [f64]),
+    minv: &[f64],
+    iterations: usize,
+) -> f64 {
+    let n = minv.len();
+    // a rough start: every entry alive, signs alternating pseudo-randomly
+    let mut x: Vec<f64> = (0..n)
+        .map(|i| {
+            let h = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            (h as f64 / (1u64 << 24) as f64 - 0.5) * if minv[i] > 0.0 { 1.0 } else { 0.0 }
+        })
+        .collect();
+    let mut y = vec![0.0; n];
+    let mut lambda = 0.0;
+    for _ in 0..iterations {
+        apply_k(&x, &mut y);
+        // y ← M⁻¹ K x; λ ≈ (xᵀ K x)/(xᵀ M x) (the Rayleigh quotient of the symmetric pencil)
+        let mut xkx = 0.0;
+        let mut xmx = 0.0;
+        for i in 0..n {
+            if minv[i] > 0.0 {
+                xkx += x[i] * y[i];
+                xmx += x[i] * x[i] / minv[i];
+            }
+            y[i] *= minv[i];
+        }
+        lambda = xkx / xmx;
+        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if norm == 0.0 || !norm.is_finite() {
+            break;
+        }
+        for i in 0..n {
+            x[i] = y[i] / norm;
+        }
+    }
+    lambda
+}

@@ -1,0 +1,743 @@
+//! The explicit spectral-element time loop.
+//!
+//! Semi-discrete, `M ü + C u̇ + K u = F(t)`: `M` the lumped GLL mass (diagonal), `C` the
+//! lumped Stacey damping of absorbing faces (nonzero only on their nodes), `K` the
+//! stiffness applied matrix-free by the sum-factorised tensor operator. Central
+//! differences (the leapfrog), with the damping term centred too:
+//!
+//! `(M + dt/2 C) u^{k+1} = 2 M u^k − (M − dt/2 C) u^{k−1} + dt² (F(t_k) − K u^k)`,
+//!
+//! which away from absorbing nodes is `u^{k+1} = 2u^k − u^{k−1} + dt² M⁻¹ (F − K u^k)`.
+//!
+//! **Time axis.** `t_k = k dt` from the start; the state after `k` steps is the field at
+//! `t_k`; step `k → k+1` uses the sources at `t_k`. Sample `k` of a seismogram is the
+//! field after `k` steps, so a run of `S` steps records `S + 1` samples, the first the
+//! initial (zero) field.
+//!
+//! **Energy.** Without sources and damping the leapfrog conserves
+//! `E^{k+1/2} = ½ v ᵀ M v + ½ (u^{k+1})ᵀ K u^k` with `v = (u^{k+1} − u^k)/dt` exactly (up to
+//! rounding); it is computed every few steps, and a non-finite value, or growth after the
+//! sources have stopped, stops the run.
+
+use crate::boundary::{setup_boundaries, BoundarySetup, BoundarySpec};
+use crate::cfl::{stable_step, StableStep};
+use crate::points::{place_source, stencil, PlacedSource, Receiver, Source, Stencil};
+use crate::{Medium, WaveError, WaveKind};
+use ferrofem_base::Real;
+use ferrofem_geometry::{CellMap, PointLocator};
+use ferrofem_mesh::Mesh;
+use ferrofem_operator::tensor::{
+    Coefficient, Diffusion, Elastic, Form, Mass, PhysicsOptions, PointGeometry, Quadrature,
+    TensorOperator,
+};
+use ferrofem_space::H1Space;
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Largest supported order.
+pub const MAX_ORDER: usize = 10;
+
+/// Entries per task of the parallel vector updates.
+const CHUNK: usize = 1 << 14;
+
+/// How long to run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RunLength {
+    /// A number of steps.
+    Steps(usize),
+    /// A physical duration (s): the steps are `ceil(duration / dt)`.
+    Duration(f64),
+}
+
+/// The time step and run length.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimeSpec {
+    /// The step (s); `None`: the stable step of the mesh and medium.
+    pub dt: Option<f64>,
+    /// How long to run.
+    pub length: RunLength,
+}
+
+/// A distributed force density `f(x, t)` (the right-hand side of the equations of
+/// [`WaveKind`]): writes its `ncomp` components at point `x` and time `t` to the slice.
+pub type BodyForce = Arc<dyn Fn(&[f64; 3], f64, &mut [f64]) + Send + Sync>;
+
+/// Everything that defines a wave simulation on a mesh.
+#[derive(Clone)]
+pub struct WaveSetup {
+    /// Acoustic or elastic.
+    pub kind: WaveKind,
+    /// Polynomial order (1 to [`MAX_ORDER`]).
+    pub order: usize,
+    /// The medium.
+    pub medium: Medium,
+    /// Boundary conditions by boundary name (unnamed boundaries are natural).
+    pub boundaries: Vec<BoundarySpec>,
+    /// Sources.
+    pub sources: Vec<Source>,
+    /// Receivers.
+    pub receivers: Vec<Receiver>,
+    /// Time step and run length.
+    pub time: TimeSpec,
+    /// Steps between energy checks (0: about 200 checks per run).
+    pub check_every: usize,
+    /// A distributed force (manufactured solutions, volume sources), integrated with the
+    /// GLL quadrature: `F_i += W_i f(x_i, t)`, `W_i = Σ w det J` at node `i`.
+    pub body_force: Option<BodyForce>,
+}
+
+impl std::fmt::Debug for WaveSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaveSetup")
+            .field("kind", &self.kind)
+            .field("order", &self.order)
+            .field("medium", &self.medium)
+            .field("boundaries", &self.boundaries)
+            .field("sources", &self.sources)
+            .field("receivers", &self.receivers)
+            .field("time", &self.time)
+            .field("check_every", &self.check_every)
+            .field("body_force", &self.body_force.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+impl WaveSetup {
+    /// A setup with no boundary conditions, sources, receivers or body force, the stable
+    /// step and `steps` steps.
+    pub fn new(kind: WaveKind, order: usize, medium: Medium, steps: usize) -> WaveSetup {
+        WaveSetup {
+            kind,
+            order,
+            medium,
+            boundaries: Vec::new(),
+            sources: Vec::new(),
+            receivers: Vec::new(),
+            time: TimeSpec {
+                dt: None,
+                length: RunLength::Steps(steps),
+            },
+            check_every: 0,
+            body_force: None,
+        }
+    }
+}
+
+/// Where a run stands, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Steps done.
+    pub step: usize,
+    /// Steps in the run.
+    pub steps: usize,
+    /// The time reached (s).
+    pub time: f64,
+    /// The discrete energy at the last check.
+    pub energy: f64,
+}
+
+/// A spectral-element wave simulation with fields in `T` (`f32` or `f64`).
+pub struct Simulation<T: Real> {
+    kind: WaveKind,
+    dim: usize,
+    space: H1Space,
+    stiffness: TensorOperator<T>,
+    /// `dt² M⁻¹` per dof, zero on held dofs.
+    dt2_minv: Vec<T>,
+    /// The lumped mass per dof.
+    mass: Vec<f64>,
+    absorbing: Vec<AbsorbingNode>,
+    sources: Vec<PlacedSource>,
+    receivers: Vec<Receiver>,
+    receiver_stencils: Vec<Stencil>,
+    /// `[receiver][component][sample]`.
+    seismograms: Vec<f64>,
+    dt: f64,
+    steps: usize,
+    step: usize,
+    stable: StableStep,
+    source_end: f64,
+    check_every: usize,
+    u_prev: Vec<T>,
+    u: Vec<T>,
+    ku: Vec<T>,
+    energy: f64,
+    energy_after_sources: Option<f64>,
+    body_force: Option<(BodyForce, Vec<f64>)>,
+    held: Vec<bool>,
+}
+
+/// One absorbing node: its dofs' update `u⁺ = A₊⁻¹ (2 m u − A₋ u⁻ − dt² r)` with the
+/// `ncomp × ncomp` matrices `A± = m I ± dt/2 C`.
+#[derive(Clone, Debug)]
+struct AbsorbingNode {
+    node: u32,
+    mass: f64,
+    damping: [f64; 9],
+    plus_inv: [f64; 9],
+    minus: [f64; 9],
+}
+
+/// `(A₊⁻¹, A₋)` with `A± = m I ± dt/2 C` for an `nc × nc` damping `c`.
+fn damped_mass(nc: usize, m: f64, c: &[f64; 9], dt: f64) -> ([f64; 9], [f64; 9]) {
+    let mut plus = [0.0; 9];
+    let mut minus = [0.0; 9];
+    for r in 0..nc {
+        for s in 0..nc {
+            let id = if r == s { m } else { 0.0 };
+            plus[r * nc + s] = id + 0.5 * dt * c[r * nc + s];
+            minus[r * nc + s] = id - 0.5 * dt * c[r * nc + s];
+        }
+    }
+    (invert(nc, &plus), minus)
+}
+
+impl<T: Real> Simulation<T> {
+    /// Sets up `setup` on `mesh`: checks every input, builds the stiffness, the lumped mass
+    /// and the damping, locates sources and receivers and fixes the time step. Nothing is
+    /// run yet.
+    pub fn new(mesh: &Mesh, setup: &WaveSetup) -> Result<Simulation<T>, WaveError> {
+        let ct = mesh.cell_type();
+        if !ct.is_tensor() {
+            return Err(WaveError::NotTensorMesh(ct));
+        }
+        let order = setup.order;
+        if !(1..=MAX_ORDER).contains(&order) {
+            return Err(WaveError::Order(order));
+        }
+        let d = mesh.dim();
+        let kind = setup.kind;
+        let ncomp = kind.components(d);
+        let scalar = H1Space::new(mesh, order, 1)?;
+        let space = if ncomp == 1 {
+            scalar.clone()
+        } else {
+            scalar.with_ncomp(ncomp)?
+        };
+        let r = scalar.restriction();
+        let medium = &setup.medium;
+        let vmax = medium.check(mesh, kind, mesh.num_cells(), |e| {
+            r.elem(e)
+                .iter()
+                .map(|&n| {
+                    let c = scalar.node_coord(n as usize);
+                    std::array::from_fn(|a| if a < d { c[a] } else { 0.0 })
+                })
+                .collect()
+        })?;
+        let stable = stable_step(&scalar, &vmax);
+        let dt = match setup.time.dt {
+            None => stable.bound,
+            Some(dt) if !(dt.is_finite() && dt > 0.0) => {
+                return Err(WaveError::Invalid(format!(
+                    "the time step must be positive, got {dt}"
+                )))
+            }
+            Some(dt) if dt > stable.bound => {
+                return Err(WaveError::TimeStep {
+                    dt,
+                    bound: stable.bound,
+                    h_min: stable.h_min,
+                    velocity: stable.velocity,
+                })
+            }
+            Some(dt) => dt,
+        };
+        let steps = match setup.time.length {
+            RunLength::Steps(n) => n,
+            RunLength::Duration(t) if t.is_finite() && t > 0.0 => (t / dt - 1e-9).ceil() as usize,
+            RunLength::Duration(t) => {
+                return Err(WaveError::Invalid(format!(
+                    "the duration must be positive, got {t}"
+                )))
+            }
+        };
+        if steps == 0 {
+            return Err(WaveError::Invalid("the run needs at least one step".into()));
+        }
+        let receivers_len = setup.receivers.len() * ncomp * (steps + 1);
+        if receivers_len > (1usize << 33) {
+            return Err(WaveError::Invalid(format!(
+                "{} receivers × {} samples do not fit in memory",
+                setup.receivers.len(),
+                steps + 1
+            )));
+        }
+        // operators: material coefficients evaluated at the GLL points
+        let tags: Arc<[i32]> = Arc::from(mesh.cell_tags().to_vec());
+        let coef = |f: fn(&crate::Material) -> f64| {
+            let medium = medium.clone();
+            let tags = tags.clone();
+            Coefficient::field(move |p: &PointGeometry| {
+                let tag = tags.get(p.elem).copied().unwrap_or(0);
+                medium.at(tag, &p.x).map(|m| f(&m)).unwrap_or(f64::NAN)
+            })
+        };
+        let colloc = PhysicsOptions::new(Quadrature::Collocated);
+        let (stiff_form, mass_coef): (Form<T>, Coefficient) = match kind {
+            WaveKind::Acoustic => (
+                Form::Diffusion(Diffusion {
+                    ncomp: 1,
+                    kappa: coef(|m| 1.0 / m.rho),
+                    alpha: 0.0,
+                }),
+                coef(|m| 1.0 / m.kappa()),
+            ),
+            WaveKind::Elastic => (
+                Form::Elastic(Elastic {
+                    dim: d,
+                    lambda: coef(|m| m.lambda()),
+                    mu: coef(|m| m.mu()),
+                }),
+                coef(|m| m.rho),
+            ),
+        };
+        let stiffness = TensorOperator::<T>::with_physics(mesh, &space, stiff_form, &colloc)?;
+        let lumped = TensorOperator::<f64>::with_physics(
+            mesh,
+            &space,
+            Mass {
+                ncomp,
+                rho: mass_coef,
+            },
+            &colloc,
+        )?;
+        let mut mass = vec![0.0; space.num_dofs()];
+        lumped.try_apply(&vec![1.0; space.num_dofs()], &mut mass)?;
+        let body_force = match &setup.body_force {
+            None => None,
+            Some(f) => {
+                let mut w = vec![0.0; space.num_dofs()];
+                let unit =
+                    TensorOperator::<f64>::with_physics(mesh, &space, Mass::unit(ncomp), &colloc)?;
+                unit.try_apply(&vec![1.0; space.num_dofs()], &mut w)?;
+                Some((f.clone(), w))
+            }
+        };
+        drop(lumped);
+        // boundaries
+        let BoundarySetup {
+            zero_nodes,
+            absorbing,
+        } = setup_boundaries(mesh, &scalar, kind, medium, &setup.boundaries)?;
+        let mut held = vec![false; space.num_dofs()];
+        for &n in &zero_nodes {
+            for c in 0..ncomp {
+                held[n as usize * ncomp + c] = true;
+            }
+        }
+        let dt2_minv: Vec<T> = mass
+            .iter()
+            .zip(&held)
+            .map(|(&m, &h)| if h { T::zero() } else { T::of(dt * dt / m) })
+            .collect();
+        let absorbing = absorbing
+            .into_iter()
+            .map(|(node, c)| {
+                let m = mass[node as usize * ncomp];
+                let (plus_inv, minus) = damped_mass(ncomp, m, &c, dt);
+                AbsorbingNode {
+                    node,
+                    mass: m,
+                    damping: c,
+                    plus_inv,
+                    minus,
+                }
+            })
+            .collect();
+        // sources and receivers
+        let locator = PointLocator::new(mesh)?;
+        let map = CellMap::new(mesh)?;
+        let mut sources = Vec::with_capacity(setup.sources.len());
+        let mut source_end = 0.0f64;
+        for (i, src) in setup.sources.iter().enumerate() {
+            let name = if src.name.is_empty() {
+                format!("#{i}")
+            } else {
+                src.name.clone()
+            };
+            let st = stencil(&locator, &map, &scalar, "source", &name, &src.position)?;
+            sources.push(place_source(&st, src, kind, mesh, medium)?);
+            source_end = source_end.max(src.wavelet.end_time());
+        }
+        let receiver_stencils = setup
+            .receivers
+            .iter()
+            .map(|rc| stencil(&locator, &map, &scalar, "receiver", &rc.name, &rc.position))
+            .collect::<Result<Vec<_>, _>>()?;
+        if setup.body_force.is_some() {
+            // a body force may act for the whole run: the energy may grow throughout
+            source_end = f64::INFINITY;
+        }
+        let check_every = if setup.check_every == 0 {
+            (steps / 200).max(1)
+        } else {
+            setup.check_every
+        };
+        let n = space.num_dofs();
+        let mut sim = Simulation {
+            kind,
+            dim: d,
+            space,
+            stiffness,
+            dt2_minv,
+            mass,
+            absorbing,
+            sources,
+            receivers: setup.receivers.clone(),
+            receiver_stencils,
+            seismograms: vec![0.0; receivers_len],
+            dt,
+            steps,
+            step: 0,
+            stable,
+            source_end,
+            check_every,
+            u_prev: vec![T::zero(); n],
+            u: vec![T::zero(); n],
+            ku: vec![T::zero(); n],
+            energy: 0.0,
+            energy_after_sources: None,
+            body_force,
+            held,
+        };
+        sim.record();
+        Ok(sim)
+    }
+
+    /// Acoustic or elastic.
+    pub fn kind(&self) -> WaveKind {
+        self.kind
+    }
+    /// The time step (s).
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+    /// Steps in the run.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+    /// Steps done.
+    pub fn step_count(&self) -> usize {
+        self.step
+    }
+    /// The time reached (s).
+    pub fn time(&self) -> f64 {
+        self.step as f64 * self.dt
+    }
+    /// The stable step and what sets it.
+    pub fn stable_step(&self) -> StableStep {
+        self.stable
+    }
+    /// The field's space (`ncomp` 1 for acoustic pressure, `d` for elastic displacement).
+    pub fn space(&self) -> &H1Space {
+        &self.space
+    }
+    /// The stiffness operator.
+    pub fn stiffness(&self) -> &TensorOperator<T> {
+        &self.stiffness
+    }
+    /// The lumped mass per dof.
+    pub fn lumped_mass(&self) -> &[f64] {
+        &self.mass
+    }
+    /// The current field (an L-vector of [`space`](Self::space)).
+    pub fn field(&self) -> &[T] {
+        &self.u
+    }
+    /// Steps between energy checks.
+    pub fn check_every(&self) -> usize {
+        self.check_every
+    }
+    /// The discrete energy at the last check.
+    pub fn energy(&self) -> f64 {
+        self.energy
+    }
+    /// The receivers.
+    pub fn receivers(&self) -> &[Receiver] {
+        &self.receivers
+    }
+    /// Recorded components per receiver (1: pressure; `d`: displacement).
+    pub fn components(&self) -> usize {
+        self.kind.components(self.dim)
+    }
+    /// The seismograms so far, `[receiver][component][sample]` with `steps + 1` samples
+    /// per trace (those not reached yet are zero).
+    pub fn seismograms(&self) -> &[f64] {
+        &self.seismograms
+    }
+    /// One trace: receiver `r`, component `c`, `steps + 1` samples.
+    pub fn trace(&self, r: usize, c: usize) -> &[f64] {
+        let ns = self.steps + 1;
+        let nc = self.components();
+        &self.seismograms[(r * nc + c) * ns..(r * nc + c + 1) * ns]
+    }
+
+    /// Sets the initial state before the first step: the fields at `t = −dt` and `t = 0`
+    /// (L-vectors of [`space`](Self::space); equal ones start at rest). Dofs held at zero
+    /// by the boundary conditions are set to zero. Refused after the first step.
+    pub fn set_state(&mut self, previous: &[f64], current: &[f64]) -> Result<(), WaveError> {
+        let n = self.u.len();
+        if self.step != 0 || previous.len() != n || current.len() != n {
+            return Err(WaveError::Invalid(format!(
+                "set_state needs two fields of {n} values before the first step"
+            )));
+        }
+        for i in 0..n {
+            let keep = !self.held[i];
+            self.u_prev[i] = if keep { T::of(previous[i]) } else { T::zero() };
+            self.u[i] = if keep { T::of(current[i]) } else { T::zero() };
+        }
+        self.record();
+        Ok(())
+    }
+
+    /// Replaces the time step before the first step, without the stability check (for
+    /// experiments on stability: beyond the stable bound the run blows up and is stopped).
+    /// The run keeps its number of steps.
+    pub fn override_time_step(&mut self, dt: f64) -> Result<(), WaveError> {
+        if self.step != 0 || !(dt.is_finite() && dt > 0.0) {
+            return Err(WaveError::Invalid(format!(
+                "the time step can only be replaced by a positive one before the first step, got {dt}"
+            )));
+        }
+        let s = (dt / self.dt).powi(2);
+        for m in &mut self.dt2_minv {
+            *m = T::of(m.as_f64() * s);
+        }
+        let nc = self.components();
+        for a in &mut self.absorbing {
+            (a.plus_inv, a.minus) = damped_mass(nc, a.mass, &a.damping, dt);
+        }
+        self.dt = dt;
+        Ok(())
+    }
+
+    /// Runs the remaining steps, calling `progress` after every energy check.
+    pub fn run(&mut self, mut progress: impl FnMut(&Progress)) -> Result<(), WaveError> {
+        while self.step < self.steps {
+            let check = (self.step + 1) % self.check_every == 0 || self.step + 1 == self.steps;
+            self.advance(check)?;
+            if check {
+                progress(&Progress {
+                    step: self.step,
+                    steps: self.steps,
+                    time: self.time(),
+                    energy: self.energy,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One step, computing the energy and checking for a blow-up when `check`.
+    pub fn advance(&mut self, check: bool) -> Result<(), WaveError> {
+        let nc = self.components();
+        let t = self.time();
+        self.stiffness.try_apply(&self.u, &mut self.ku)?;
+        // r = K u − F(t_k), in ku
+        for s in &self.sources {
+            let w = s.wavelet.value(t);
+            if w != 0.0 {
+                for (&dof, &wt) in s.dofs.iter().zip(&s.weights) {
+                    self.ku[dof as usize] -= T::of(wt * w);
+                }
+            }
+        }
+        if let Some((f, w)) = &self.body_force {
+            let d = self.dim;
+            let coords = self.space.node_coords();
+            self.ku
+                .par_chunks_mut(nc)
+                .zip(w.par_chunks(nc))
+                .enumerate()
+                .for_each(|(node, (ku, w))| {
+                    let mut x = [0.0; 3];
+                    x[..d].copy_from_slice(&coords[node * d..(node + 1) * d]);
+                    let mut v = [0.0; 3];
+                    f(&x, t, &mut v[..nc]);
+                    for c in 0..nc {
+                        ku[c] -= T::of(w[c] * v[c]);
+                    }
+                });
+        }
+        // absorbing nodes first, from the old values
+        let dt2 = self.dt * self.dt;
+        let mut fixed = Vec::with_capacity(self.absorbing.len() * nc);
+        for a in &self.absorbing {
+            let base = a.node as usize * nc;
+            let mut rhs = [0.0; 3];
+            for r in 0..nc {
+                let i = base + r;
+                rhs[r] = 2.0 * a.mass * self.u[i].as_f64() - dt2 * self.ku[i].as_f64();
+                for s in 0..nc {
+                    rhs[r] -= a.minus[r * nc + s] * self.u_prev[base + s].as_f64();
+                }
+            }
+            for r in 0..nc {
+                let v: f64 = (0..nc).map(|s| a.plus_inv[r * nc + s] * rhs[s]).sum();
+                fixed.push(T::of(v));
+            }
+        }
+        // the bulk update, into u_prev, with the energy terms when checking
+        let two = T::of(2.0);
+        let (kin, pot) = self
+            .u_prev
+            .par_chunks_mut(CHUNK)
+            .zip(self.u.par_chunks(CHUNK))
+            .zip(self.ku.par_chunks(CHUNK))
+            .zip(self.dt2_minv.par_chunks(CHUNK))
+            .map(|(((up, u), ku), m)| {
+                let mut kin = 0.0f64;
+                let mut pot = 0.0f64;
+                if check {
+                    for i in 0..up.len() {
+                        let next = two * u[i] - up[i] - m[i] * ku[i];
+                        up[i] = next;
+                        if m[i] != T::zero() {
+                            let v = (next - u[i]).as_f64();
+                            kin += v * v / m[i].as_f64();
+                            pot += next.as_f64() * ku[i].as_f64();
+                        }
+                    }
+                } else {
+                    for i in 0..up.len() {
+                        up[i] = two * u[i] - up[i] - m[i] * ku[i];
+                    }
+                }
+                (kin, pot)
+            })
+            .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+        let mut kin = kin;
+        let mut pot = pot;
+        for (a, vals) in self.absorbing.iter().zip(fixed.chunks_exact(nc.max(1))) {
+            let base = a.node as usize * nc;
+            for (c, &v) in vals.iter().enumerate() {
+                let i = base + c;
+                if check {
+                    // replace the bulk formula's terms by the absorbing node's
+                    let m = self.dt2_minv[i];
+                    let old = self.u_prev[i];
+                    if m != T::zero() {
+                        let vb = (old - self.u[i]).as_f64();
+                        kin -= vb * vb / m.as_f64();
+                        pot -= old.as_f64() * self.ku[i].as_f64();
+                        let vn = (v - self.u[i]).as_f64();
+                        kin += vn * vn / m.as_f64();
+                        pot += v.as_f64() * self.ku[i].as_f64();
+                    }
+                }
+                self.u_prev[i] = v;
+            }
+        }
+        std::mem::swap(&mut self.u_prev, &mut self.u);
+        self.step += 1;
+        self.record();
+        if check {
+            // kin = Σ (Δu)² / (dt² M⁻¹) = Σ M v² with v = Δu/dt
+            self.energy = 0.5 * kin + 0.5 * pot;
+            self.check_blow_up()?;
+        }
+        Ok(())
+    }
+
+    /// Samples the receivers into the current sample.
+    fn record(&mut self) {
+        let ns = self.steps + 1;
+        let nc = self.components();
+        let k = self.step;
+        for (r, st) in self.receiver_stencils.iter().enumerate() {
+            for c in 0..nc {
+                let v: f64 = st
+                    .nodes
+                    .iter()
+                    .zip(&st.values)
+                    .map(|(&n, &phi)| phi * self.u[n as usize * nc + c].as_f64())
+                    .sum();
+                self.seismograms[(r * nc + c) * ns + k] = v;
+            }
+        }
+    }
+
+    fn check_blow_up(&mut self) -> Result<(), WaveError> {
+        let e = self.energy;
+        let time = self.time();
+        let what = if !e.is_finite() {
+            Some(format!("the energy is {e}"))
+        } else if time > self.source_end {
+            match self.energy_after_sources {
+                None => {
+                    self.energy_after_sources = Some(e);
+                    None
+                }
+                Some(e0) if e > 2.0 * e0 && e > 0.0 => Some(format!(
+                    "the energy grew from {e0:e} to {e:e} after the sources stopped"
+                )),
+                Some(_) => None,
+            }
+        } else {
+            None
+        };
+        let Some(what) = what else {
+            return Ok(());
+        };
+        let nc = self.components();
+        let (dof, _) = self
+            .u
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i, v.as_f64()))
+            .fold((0, -1.0), |(bi, bv), (i, v)| {
+                let a = if v.is_finite() {
+                    v.abs()
+                } else {
+                    f64::INFINITY
+                };
+                if a > bv {
+                    (i, a)
+                } else {
+                    (bi, bv)
+                }
+            });
+        let node = dof / nc;
+        let c = self.space.node_coord(node);
+        Err(WaveError::BlowUp {
+            step: self.step,
+            time,
+            what,
+            node,
+            x: std::array::from_fn(|a| c.get(a).copied().unwrap_or(0.0)),
+        })
+    }
+}
+
+/// Inverse of an `n × n` matrix (`n ≤ 3`, row-major in a 9-array), by the adjugate.
+fn invert(n: usize, a: &[f64; 9]) -> [f64; 9] {
+    let mut out = [0.0; 9];
+    match n {
+        1 => out[0] = 1.0 / a[0],
+        2 => {
+            let det = a[0] * a[3] - a[1] * a[2];
+            out[0] = a[3] / det;
+            out[1] = -a[1] / det;
+            out[2] = -a[2] / det;
+            out[3] = a[0] / det;
+        }
+        _ => {
+            let m = |r: usize, c: usize| a[r * 3 + c];
+            let mut j = [[0.0; 3]; 3];
+            for r in 0..3 {
+                for c in 0..3 {
+                    j[r][c] = m(r, c);
+                }
+            }
+            let (det, adj) = ferrofem_geometry::adjugate(3, &j);
+            for r in 0..3 {
+                for c in 0..3 {
+                    out[r * 3 + c] = adj[r][c] / det;
+                }
+            }
+        }
+    }
+    out
+}
