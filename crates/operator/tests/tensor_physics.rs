@@ -261,7 +261,7 @@ fn single_precision_agrees_and_variants_agree() {
         assert!(err < 2e-5, "{ct} f32: {err:e}");
         for layout in [FactorLayout::ElementMajor, FactorLayout::Interleaved] {
             for acc in [Accumulation::ByNode, Accumulation::Colored] {
-                for simd in [SimdLevel::Baseline, SimdLevel::Avx2Fma] {
+                for simd in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
                     let o = PhysicsOptions {
                         factor_layout: layout,
                         accumulation: acc,
@@ -276,6 +276,106 @@ fn single_precision_agrees_and_variants_agree() {
                 }
             }
         }
+    }
+}
+
+/// A physics under test of either precision: name, components, how to build it.
+type NamedBuilt = (&'static str, usize, Box<dyn Fn() -> Built>);
+
+/// A built-in physics, for operators of either precision.
+enum Built {
+    Diffusion(Diffusion),
+    Elastic(Elastic),
+}
+
+impl Built {
+    fn operator<T: Real>(self, m: &Mesh, s: &H1Space, o: &PhysicsOptions) -> TensorOperator<T> {
+        match self {
+            Built::Diffusion(p) => TensorOperator::with_physics(m, s, p, o),
+            Built::Elastic(p) => TensorOperator::with_physics(m, s, p, o),
+        }
+        .unwrap()
+    }
+}
+
+/// Affine elements with coefficients constant on each keep one value per element and datum
+/// (the compact factors), and apply as the operator with data at every point does; curved
+/// (perturbed) elements or a coefficient varying inside an element keep every point's data.
+#[test]
+fn affine_elements_keep_one_value_per_element() {
+    use ferrofem_operator::tensor::{FactorLayout, SimdLevel};
+    for ct in [CellType::Quadrilateral, CellType::Hexahedron] {
+        let d = ct.dim();
+        let n = if d == 2 { 5 } else { 3 };
+        let affine = generate_box(&BoxSpec::unit(ct, &vec![n; d])).unwrap();
+        let cells = affine.num_cells();
+        let per_elem: Arc<[f64]> = (0..cells).map(|e| 1.0 + (e % 3) as f64).collect();
+        let forms: Vec<NamedBuilt> = vec![
+            (
+                "constant diffusion",
+                1,
+                Box::new(|| {
+                    Built::Diffusion(Diffusion {
+                        ncomp: 1,
+                        kappa: Coefficient::Constant(2.5),
+                        alpha: 0.3,
+                    })
+                }),
+            ),
+            (
+                "elastic, one material per element",
+                d,
+                Box::new(move || {
+                    Built::Elastic(Elastic {
+                        dim: d,
+                        lambda: Coefficient::PerElement(per_elem.clone()),
+                        mu: Coefficient::Constant(0.8),
+                    })
+                }),
+            ),
+        ];
+        for p in [2, 4] {
+            for (name, nc, form) in &forms {
+                let space = H1Space::new(&affine, p, *nc).unwrap();
+                let x = random(space.num_dofs(), p as u64);
+                let opts = PhysicsOptions::new(Quadrature::Collocated);
+                let compact = form().operator::<f64>(&affine, &space, &opts);
+                assert!(compact.geometry().compact.is_some(), "{ct} p={p} {name}");
+                let full_opts = PhysicsOptions {
+                    factor_layout: FactorLayout::ElementMajor,
+                    ..opts
+                };
+                let full = form().operator::<f64>(&affine, &space, &full_opts);
+                assert!(full.geometry().compact.is_none());
+                let want = apply(&full, &x);
+                let err = rel_diff(&apply(&compact, &x), &want);
+                assert!(err < 1e-13, "{ct} p={p} {name}: {err:e}");
+                for simd in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
+                    let o = PhysicsOptions {
+                        simd: Some(simd),
+                        ..opts
+                    };
+                    let a32 = form().operator::<f32>(&affine, &space, &o);
+                    assert!(a32.geometry().compact.is_some());
+                    let err = rel_diff(&apply(&a32, &x), &want);
+                    assert!(err < 5e-6, "{ct} p={p} {name} f32 {simd:?}: {err:e}");
+                }
+            }
+        }
+        // no compact form where the data vary inside an element
+        let space = H1Space::new(&affine, 3, 1).unwrap();
+        let opts = PhysicsOptions::new(Quadrature::Collocated);
+        let varying = Diffusion {
+            ncomp: 1,
+            kappa: field_kappa(),
+            alpha: 0.0,
+        };
+        let a = TensorOperator::<f64>::with_physics(&affine, &space, varying, &opts).unwrap();
+        assert!(a.geometry().compact.is_none(), "{ct}: varying coefficient");
+        let curved = mesh(ct, n, 3);
+        let space = H1Space::new(&curved, 3, 1).unwrap();
+        let a = TensorOperator::<f64>::with_physics(&curved, &space, Mass::unit(1), &opts).unwrap();
+        assert!(a.geometry().compact.is_none(), "{ct}: perturbed cells");
     }
 }
 

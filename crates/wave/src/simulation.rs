@@ -331,7 +331,7 @@ impl<T: Real> Simulation<T> {
             .zip(&held)
             .map(|(&m, &h)| if h { T::zero() } else { T::of(dt * dt / m) })
             .collect();
-        let absorbing = absorbing
+        let absorbing: Vec<AbsorbingNode> = absorbing
             .into_iter()
             .map(|(node, c)| {
                 let m = mass[node as usize * ncomp];
@@ -535,15 +535,7 @@ impl<T: Real> Simulation<T> {
         let nc = self.components();
         let t = self.time();
         self.stiffness.try_apply(&self.u, &mut self.ku)?;
-        // r = K u − F(t_k), in ku
-        for s in &self.sources {
-            let w = s.wavelet.value(t);
-            if w != 0.0 {
-                for (&dof, &wt) in s.dofs.iter().zip(&s.weights) {
-                    self.ku[dof as usize] -= T::of(wt * w);
-                }
-            }
-        }
+        self.subtract_sources(t);
         if let Some((f, w)) = &self.body_force {
             let d = self.dim;
             let coords = self.space.node_coords();
@@ -562,23 +554,7 @@ impl<T: Real> Simulation<T> {
                 });
         }
         // absorbing nodes first, from the old values
-        let dt2 = self.dt * self.dt;
-        let mut fixed = Vec::with_capacity(self.absorbing.len() * nc);
-        for a in &self.absorbing {
-            let base = a.node as usize * nc;
-            let mut rhs = [0.0; 3];
-            for r in 0..nc {
-                let i = base + r;
-                rhs[r] = 2.0 * a.mass * self.u[i].as_f64() - dt2 * self.ku[i].as_f64();
-                for s in 0..nc {
-                    rhs[r] -= a.minus[r * nc + s] * self.u_prev[base + s].as_f64();
-                }
-            }
-            for r in 0..nc {
-                let v: f64 = (0..nc).map(|s| a.plus_inv[r * nc + s] * rhs[s]).sum();
-                fixed.push(T::of(v));
-            }
-        }
+        let fixed = self.absorbing_values();
         // the bulk update, into u_prev, with the energy terms when checking
         let two = T::of(2.0);
         let (kin, pot) = self
@@ -639,6 +615,42 @@ impl<T: Real> Simulation<T> {
             self.check_blow_up()?;
         }
         Ok(())
+    }
+
+    /// `K u − F(t)` in `ku`: subtracts the sources at `t` from `K u`.
+    fn subtract_sources(&mut self, t: f64) {
+        for s in &self.sources {
+            let w = s.wavelet.value(t);
+            if w != 0.0 {
+                for (&dof, &wt) in s.dofs.iter().zip(&s.weights) {
+                    self.ku[dof as usize] -= T::of(wt * w);
+                }
+            }
+        }
+    }
+
+    /// The new values at the absorbing nodes (`ncomp` per node), from `u`, `u_prev` and
+    /// `ku = K u − F`.
+    fn absorbing_values(&self) -> Vec<T> {
+        let nc = self.components();
+        let dt2 = self.dt * self.dt;
+        let mut fixed = Vec::with_capacity(self.absorbing.len() * nc);
+        for a in &self.absorbing {
+            let base = a.node as usize * nc;
+            let mut rhs = [0.0; 3];
+            for r in 0..nc {
+                let i = base + r;
+                rhs[r] = 2.0 * a.mass * self.u[i].as_f64() - dt2 * self.ku[i].as_f64();
+                for s in 0..nc {
+                    rhs[r] -= a.minus[r * nc + s] * self.u_prev[base + s].as_f64();
+                }
+            }
+            for r in 0..nc {
+                let v: f64 = (0..nc).map(|s| a.plus_inv[r * nc + s] * rhs[s]).sum();
+                fixed.push(T::of(v));
+            }
+        }
+        fixed
     }
 
     /// Samples the receivers into the current sample.

@@ -511,6 +511,7 @@ impl<T: GpuReal> GpuBp<T> {
             num_nodes: self.ndofs,
             scalar_bytes: T::BYTES,
             geometry: self.op.geo,
+            compact_geometry: false,
             indices: match self.plan.numbering() {
                 Numbering::Bricks(b) => IndexTraffic::Bricks(b),
                 Numbering::InteriorLast => IndexTraffic::Skeleton,

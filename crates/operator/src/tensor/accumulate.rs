@@ -136,21 +136,37 @@ impl<'a, T: Real> SharedSlice<'a, T> {
     /// `s[i] += v`.
     ///
     /// # Safety
-    /// No other thread may access entry `i` during the call.
+    /// `i` must be in bounds, and no other thread may access entry `i` during the call.
     #[inline(always)]
     unsafe fn add(&self, i: usize, v: T) {
-        assert!(i < self.len, "index {i} out of range {}", self.len);
-        // SAFETY: in bounds (checked) and exclusive (caller's contract).
+        debug_assert!(i < self.len, "index {i} out of range {}", self.len);
+        // SAFETY: in bounds and exclusive (caller's contract).
         unsafe { *self.ptr.add(i) += v }
     }
 }
 
 /// Adds batch results straight into the output L-vector.
 pub(crate) struct SharedSink<'a, 'b, T> {
-    pub y: &'b SharedSlice<'a, T>,
-    pub offsets: &'b [u32],
-    pub ncomp: usize,
-    pub nodes: usize,
+    y: &'b SharedSlice<'a, T>,
+    offsets: &'b [u32],
+    ncomp: usize,
+    nodes: usize,
+}
+
+impl<'a, 'b, T: Real> SharedSink<'a, 'b, T> {
+    /// A sink adding into `y`, an L-vector of `r`'s space.
+    ///
+    /// # Panics
+    /// If `y` is not as long as `r`'s L-vectors.
+    pub(crate) fn new(y: &'b SharedSlice<'a, T>, r: &'b ElemRestriction) -> Self {
+        assert_eq!(y.len, r.lvec_len(), "output length");
+        SharedSink {
+            y,
+            offsets: r.offsets(),
+            ncomp: r.ncomp(),
+            nodes: r.elem_size(),
+        }
+    }
 }
 
 impl<T: Real> BatchSink<T> for SharedSink<'_, '_, T> {
@@ -160,8 +176,10 @@ impl<T: Real> BatchSink<T> for SharedSink<'_, '_, T> {
         for (l, &e) in elems.iter().enumerate().take(count) {
             let idx = &self.offsets[e * nn..(e + 1) * nn];
             for (&j, ri) in idx.iter().zip(r) {
-                // SAFETY: this sink is only used for the blocks of one colour at a time,
-                // which share no node, so no other thread touches node `j`.
+                // SAFETY: in bounds, since the restriction's offsets are below its node
+                // count and `y` holds that many nodes (checked in `new`); exclusive, since
+                // this sink is only used for the blocks of one colour at a time, which
+                // share no node, so no other thread touches node `j`.
                 unsafe { self.y.add(j as usize * nc + comp, ri[l]) };
             }
         }

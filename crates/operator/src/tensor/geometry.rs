@@ -8,6 +8,7 @@ use ferrofem_base::Real;
 use ferrofem_geometry::{adjugate, GeometrySource};
 use ferrofem_mesh::Mesh;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Determinants below this fraction of `h^dim` (with `h` the largest vertex offset of the
 /// element) count as degenerate.
@@ -68,6 +69,53 @@ pub struct TensorGeometry<T> {
     pub interleaved: Vec<[T; LANES]>,
     /// Vertex offsets `x_v - x_0`, `[elem][axis][v - 1]` (always present: small).
     pub vertex_offsets: Vec<T>,
+    /// The stored interleaved factors in compact form, when every element is affine with
+    /// coefficients constant on it (then `interleaved` is empty).
+    pub compact: Option<CompactFactors<T>>,
+}
+
+/// Interleaved factors of elements whose data are one value per element and factor (at
+/// most 16 of them),
+/// times a per-point scale: factor `c` of element `e` at point `i` is
+/// `scale[c nq + i] · per_elem[e / LANES][c][e % LANES]`, the scale being the tensor
+/// quadrature weight `w_i` (data with `w det J` in them) or 1 (e.g. `J⁻¹`). Affine elements
+/// with coefficients constant on each have such data; storing them so cuts the geometry
+/// traffic from `nf · nq` to `nf` values per element.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompactFactors<T> {
+    /// `[factor][point]` scales.
+    pub scale: Vec<T>,
+    /// `[batch][factor]` values of the elements.
+    pub per_elem: Vec<Lane<T>>,
+}
+
+/// Relative tolerance within which an element's datum counts as constant (or constant
+/// times the weight) over its points: a few thousand roundings of `f64`.
+const COMPACT_TOLERANCE: f64 = 1e-12;
+
+/// Relative departure from a parallelogram (parallelepiped) below which an element counts
+/// as affine.
+const AFFINE_TOLERANCE: f64 = 1e-13;
+
+/// Bit of [`datum_pattern`]: the datum is the same at every point.
+const SAME: u8 = 1;
+/// Bit of [`datum_pattern`]: the datum is the weight times the same value at every point.
+const WEIGHTED: u8 = 2;
+
+/// Which of the compact patterns datum `vals` (one value per point) follows, with weights
+/// `w`.
+fn datum_pattern(vals: &[f64], w: &[f64]) -> u8 {
+    let size = vals.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let tol = COMPACT_TOLERANCE * size;
+    let mut bits = 0;
+    if vals.iter().all(|v| (v - vals[0]).abs() <= tol) {
+        bits |= SAME;
+    }
+    let c = vals[0] / w[0];
+    if vals.iter().zip(w).all(|(v, wi)| (v - c * wi).abs() <= tol) {
+        bits |= WEIGHTED;
+    }
+    bits
 }
 
 impl<T: Real> TensorGeometry<T> {
@@ -110,8 +158,17 @@ impl<T: Real> TensorGeometry<T> {
             let mut f = vec![0.0; nf];
             let mut bad = None;
             let tiny = DEGENERATE * elem_scale(vd).powi(dim as i32);
+            let x0 = &origins[e * dim..(e + 1) * dim];
+            // an affine element's Jacobian is one matrix: take it from the first point for
+            // all, so that the data vary over the element only through the weights and the
+            // coefficients (rounding would make them differ in the last bits)
+            let affine = is_affine(dim, table.nv1, vd).then(|| table.point(e, 0, vd, x0));
             for i in 0..nq {
-                let pg = table.point(e, i, vd, &origins[e * dim..(e + 1) * dim]);
+                let mut pg = table.point(e, i, vd, x0);
+                if let Some(first) = &affine {
+                    pg.jacobian = first.jacobian;
+                    pg.det = first.det;
+                }
                 // a NaN determinant counts as bad too
                 if pg.det.partial_cmp(&tiny) != Some(std::cmp::Ordering::Greater) {
                     bad = bad.or(Some(BadPoint::Inverted(e, i, pg.det)));
@@ -129,6 +186,10 @@ impl<T: Real> TensorGeometry<T> {
         };
         let mut factors = Vec::new();
         let mut interleaved = Vec::new();
+        // the interleaved layout also keeps each element's data at its first point and
+        // which compact patterns every element's data follow
+        let mut first_values: Vec<[f64; LANES]> = Vec::new();
+        let patterns: Vec<AtomicU8> = (0..nf).map(|_| AtomicU8::new(SAME | WEIGHTED)).collect();
         let block = (nf * nq).max(1);
         let first_bad = match (source, layout) {
             (GeometrySource::Stored, FactorLayout::ElementMajor) => {
@@ -142,17 +203,28 @@ impl<T: Real> TensorGeometry<T> {
             }
             (GeometrySource::Stored, FactorLayout::Interleaved) => {
                 interleaved = vec![[T::zero(); LANES]; ne.div_ceil(LANES) * nf * nq];
+                first_values = vec![[0.0; LANES]; ne.div_ceil(LANES) * nf];
                 interleaved
                     .par_chunks_mut(block)
+                    .zip(first_values.par_chunks_mut(nf.max(1)))
                     .enumerate()
                     .with_min_len(8)
-                    .filter_map(|(b, out)| {
+                    .filter_map(|(b, (out, first))| {
                         let mut bad = None;
+                        let mut vals = vec![0.0; nf * nq];
                         for l in 0..LANES {
                             // padding lanes repeat the last element
                             let e = (b * LANES + l).min(ne - 1);
-                            let r = element(e, &mut |c, i, v| out[c * nq + i][l] = T::of(v));
+                            let r = element(e, &mut |c, i, v| {
+                                out[c * nq + i][l] = T::of(v);
+                                vals[c * nq + i] = v;
+                            });
                             bad = bad.or(r);
+                            for (c, pat) in patterns.iter().enumerate() {
+                                let vc = &vals[c * nq..(c + 1) * nq];
+                                pat.fetch_and(datum_pattern(vc, &table.w), Ordering::Relaxed);
+                                first[c][l] = vc[0];
+                            }
                         }
                         bad
                     })
@@ -178,6 +250,12 @@ impl<T: Real> TensorGeometry<T> {
             }
             None => {}
         }
+        let compact = (!first_values.is_empty() && nf <= super::kernel::MAX_COMPACT)
+            .then(|| compact_factors(&patterns, &first_values, &table.w, nq))
+            .flatten();
+        if compact.is_some() {
+            interleaved = Vec::new();
+        }
         Ok(TensorGeometry {
             dim,
             num_elem: ne,
@@ -190,6 +268,7 @@ impl<T: Real> TensorGeometry<T> {
             factors,
             interleaved,
             vertex_offsets: offsets_f64.iter().map(|&x| T::of(x)).collect(),
+            compact,
         })
     }
 
@@ -200,6 +279,12 @@ impl<T: Real> TensorGeometry<T> {
             (GeometrySource::Stored, FactorLayout::ElementMajor) => {
                 self.factors.get((e * nf + c) * nq + i).copied()
             }
+            (GeometrySource::Stored, FactorLayout::Interleaved) if self.compact.is_some() => {
+                let cf = self.compact.as_ref()?;
+                let s = *cf.scale.get(c * nq + i)?;
+                let v = cf.per_elem.get((e / LANES) * nf + c)?[e % LANES];
+                Some(s * v)
+            }
             (GeometrySource::Stored, FactorLayout::Interleaved) => self
                 .interleaved
                 .get(((e / LANES) * nf + c) * nq + i)
@@ -207,6 +292,41 @@ impl<T: Real> TensorGeometry<T> {
             (GeometrySource::OnTheFly, _) => None,
         }
     }
+}
+
+/// The compact form of interleaved data whose every datum follows one pattern on every
+/// element (the weighted one preferred), from each element's data at its first point.
+fn compact_factors<T: Real>(
+    patterns: &[AtomicU8],
+    first_values: &[[f64; LANES]],
+    w: &[f64],
+    nq: usize,
+) -> Option<CompactFactors<T>> {
+    let nf = patterns.len();
+    let weighted: Vec<bool> = patterns
+        .iter()
+        .map(|p| match p.load(Ordering::Relaxed) {
+            b if b & WEIGHTED != 0 => Some(true),
+            b if b & SAME != 0 => Some(false),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let mut scale = Vec::with_capacity(nf * nq);
+    for &wc in &weighted {
+        for &wi in &w[..nq] {
+            scale.push(T::of(if wc { wi } else { 1.0 }));
+        }
+    }
+    let per_elem = first_values
+        .chunks_exact(nf.max(1))
+        .flat_map(|batch| {
+            batch.iter().zip(&weighted).map(|(lanes, &wc)| {
+                let div = if wc { w[0] } else { 1.0 };
+                lanes.map(|v| T::of(v / div))
+            })
+        })
+        .collect();
+    Some(CompactFactors { scale, per_elem })
 }
 
 /// The first bad point met while computing the quadrature data.
@@ -228,6 +348,23 @@ impl BadPoint {
 /// Factors per point for the given terms.
 pub(crate) fn factor_count(dim: usize, metric: bool, mass: bool) -> usize {
     (if metric { dim * (dim + 1) / 2 } else { 0 }) + mass as usize
+}
+
+/// Whether an element's multilinear map is affine: every vertex offset the sum of the
+/// offsets of the edge vertices it is made of (`x_v − x_0 = Σ_{bit k of v} (x_{2^k} − x_0)`),
+/// to rounding. `vd` is `[axis][v − 1]`.
+fn is_affine(dim: usize, nv1: usize, vd: &[f64]) -> bool {
+    let tol = AFFINE_TOLERANCE * elem_scale(vd);
+    (1..=nv1).filter(|v| !v.is_power_of_two()).all(|v| {
+        (0..dim).all(|a| {
+            let va = &vd[a * nv1..(a + 1) * nv1];
+            let sum: f64 = (0..dim)
+                .filter(|k| v & (1 << k) != 0)
+                .map(|k| va[(1 << k) - 1])
+                .sum();
+            (va[v - 1] - sum).abs() <= tol
+        })
+    })
 }
 
 /// Largest absolute vertex offset of an element (its size).

@@ -13,6 +13,49 @@ pub const LANES: usize = 8;
 /// One value per element of a batch.
 pub type Lane<T> = [T; LANES];
 
+/// A cache line, the unit of [`AlignedLanes`]' storage.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct CacheLine([u8; 64]);
+
+/// A zeroed array of lanes starting on a cache-line boundary, so that no lane load or store
+/// is split across two lines (a `Vec<Lane<f64>>` from the allocator usually starts 16 bytes
+/// into a line, and then every 64-byte lane straddles two).
+pub(crate) struct AlignedLanes<T> {
+    lines: Vec<CacheLine>,
+    len: usize,
+    _scalar: std::marker::PhantomData<T>,
+}
+
+impl<T: Real> AlignedLanes<T> {
+    /// `len` zero lanes.
+    pub(crate) fn new(len: usize) -> AlignedLanes<T> {
+        let bytes = len * std::mem::size_of::<Lane<T>>();
+        AlignedLanes {
+            lines: vec![CacheLine([0; 64]); bytes.div_ceil(64)],
+            len,
+            _scalar: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Real> std::ops::Deref for AlignedLanes<T> {
+    type Target = [Lane<T>];
+    fn deref(&self) -> &[Lane<T>] {
+        // SAFETY: the lines hold at least `len` lanes' bytes, are aligned more strictly than
+        // a lane, and every bit pattern (zero included) is a valid float lane (`Real` is
+        // implemented by `f32` and `f64` only).
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
+    }
+}
+
+impl<T: Real> std::ops::DerefMut for AlignedLanes<T> {
+    fn deref_mut(&mut self) -> &mut [Lane<T>] {
+        // SAFETY: as in `deref`, and the borrow is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
+    }
+}
+
 /// The all-zero lane.
 #[inline(always)]
 pub(crate) fn zero<T: Real>() -> Lane<T> {

@@ -164,6 +164,9 @@ pub struct ModelSpec {
     pub scalar_bytes: usize,
     /// Stored or on-the-fly geometry.
     pub geometry: GeometrySource,
+    /// Stored geometry in compact form: one value per element and datum (affine elements,
+    /// coefficients constant on each).
+    pub compact_geometry: bool,
     /// Index traffic.
     pub indices: IndexTraffic,
     /// L- or E-vectors.
@@ -210,6 +213,7 @@ pub fn bytes(s: &ModelSpec) -> f64 {
         _ => 0.0,
     };
     let geometry = match s.geometry {
+        GeometrySource::Stored if s.compact_geometry => ne * s.form.factors as f64 * sb,
         GeometrySource::Stored => ne * nq * s.form.factors as f64 * sb,
         GeometrySource::OnTheFly => ne * (s.dim * ((1 << s.dim) - 1)) as f64 * sb,
     };
@@ -278,6 +282,7 @@ pub fn paper_table2(
         num_nodes: 0,
         scalar_bytes,
         geometry: GeometrySource::Stored,
+        compact_geometry: false,
         indices: IndexTraffic::Structured,
         vectors: VectorTraffic::EVector,
         output_read: false,
@@ -324,6 +329,7 @@ mod tests {
             num_nodes: 1000,
             scalar_bytes: 8,
             geometry: GeometrySource::Stored,
+            compact_geometry: false,
             indices,
             vectors: VectorTraffic::LVector,
             output_read: false,
@@ -354,6 +360,7 @@ mod tests {
             num_nodes: 20,
             scalar_bytes: 4,
             geometry: GeometrySource::Stored,
+            compact_geometry: false,
             indices: IndexTraffic::Offsets,
             vectors: VectorTraffic::LVector,
             output_read: false,
@@ -363,6 +370,7 @@ mod tests {
         let acc = ModelSpec {
             output_read: true,
             geometry: GeometrySource::OnTheFly,
+            compact_geometry: false,
             ..base
         };
         assert_eq!(bytes(&acc), 4.0 * 60.0 + 4.0 * 40.0 + 4.0 * 60.0);

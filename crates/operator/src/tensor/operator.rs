@@ -498,13 +498,9 @@ impl<T: Real> TensorOperator<T> {
         let conv = |v: &[f64]| v.iter().map(|&x| T::of(x)).collect::<Vec<T>>();
         let (n, qq) = (basis.n, basis.q);
         let table = MapTable::new(&basis);
-        let simd = match opts.simd {
-            Some(SimdLevel::Avx2Fma) if SimdLevel::detect() == SimdLevel::Avx2Fma => {
-                SimdLevel::Avx2Fma
-            }
-            Some(_) => SimdLevel::Baseline,
-            None => SimdLevel::detect(),
-        };
+        let simd = opts
+            .simd
+            .map_or_else(SimdLevel::detect, SimdLevel::supported);
         let sizes = Sizes { dim, n, q: qq };
         Ok(TensorOperator {
             kind: None,
@@ -586,6 +582,7 @@ impl<T: Real> TensorOperator<T> {
             dphi: &self.dphi,
             w: &self.w,
             offsets: self.restriction.offsets(),
+            num_nodes: self.restriction.num_nodes(),
             ncomp: self.restriction.ncomp(),
         }
     }
@@ -640,17 +637,11 @@ impl<T: Real> TensorOperator<T> {
             Some(coloring) => {
                 y.par_chunks_mut(1 << 14).for_each(|c| c.fill(T::zero()));
                 let shared = SharedSlice::new(y);
-                let offsets = self.restriction.offsets();
                 for color in &coloring.colors {
                     color.par_iter().for_each_init(
                         || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, &b| {
-                            let mut sink = SharedSink {
-                                y: &shared,
-                                offsets,
-                                ncomp: nc,
-                                nodes: nn,
-                            };
+                            let mut sink = SharedSink::new(&shared, &self.restriction);
                             kernel.run(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
                         },
                     );
@@ -704,6 +695,7 @@ impl<T: Real> TensorOperator<T> {
             num_nodes: self.restriction.num_nodes(),
             scalar_bytes: T::BYTES,
             geometry: self.geometry.source,
+            compact_geometry: self.geometry.compact.is_some(),
             indices: IndexTraffic::Offsets,
             vectors: VectorTraffic::LVector,
             output_read: self.accumulation == Accumulation::Colored,
