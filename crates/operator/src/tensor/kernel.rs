@@ -609,38 +609,31 @@ pub(crate) fn simd_set<T: Real>(level: SimdLevel) -> SimdLevel {
 /// specialisations (orders 1..=8 at the default number of points); the others run the
 /// dynamic-size kernel.
 macro_rules! built_in_selection {
-    ($name:ident, $P:ty, $T:ty, gauss: [$($gk:expr),*], colloc: $colloc:tt) => {
+    ($name:ident, $P:ty, $T:ty, gauss: $gauss:tt, colloc: $colloc:tt, simd: [$($m:ident = $lvl:ident),*]) => {
         #[inline(never)]
         pub(crate) fn $name(shape: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<$T, $P> {
             #[cfg(target_arch = "x86_64")]
-            if simd_set::<$T>(level) == SimdLevel::Avx512 {
-                use avx512::{run, run_dyn};
+            {
+                let set = simd_set::<$T>(level);
                 $(
-                    if shape == $gk {
-                        return pick_gauss!(run, run_dyn, $T, $P, $gk, sizes; 2, 3, 4, 5, 6, 7, 8, 9);
+                    if set == SimdLevel::$lvl {
+                        use $m::{run, run_dyn};
+                        return built_in_selection!(@shapes run, run_dyn, $T, $P, shape, sizes, $gauss, $colloc);
                     }
                 )*
-                return built_in_selection!(@colloc $colloc, run, run_dyn, $T, $P, shape, sizes);
-            }
-            #[cfg(target_arch = "x86_64")]
-            if simd_set::<$T>(level) == SimdLevel::Avx2Fma {
-                use fma::{run, run_dyn};
-                $(
-                    if shape == $gk {
-                        return pick_gauss!(run, run_dyn, $T, $P, $gk, sizes; 2, 3, 4, 5, 6, 7, 8, 9);
-                    }
-                )*
-                return built_in_selection!(@colloc $colloc, run, run_dyn, $T, $P, shape, sizes);
             }
             let _ = level;
-            $(
-                if shape == $gk {
-                    return pick_gauss!(run_base, run_base_dyn, $T, $P, $gk, sizes; 2, 3, 4, 5, 6, 7, 8, 9);
-                }
-            )*
-            built_in_selection!(@colloc $colloc, run_base, run_base_dyn, $T, $P, shape, sizes)
+            built_in_selection!(@shapes run_base, run_base_dyn, $T, $P, shape, sizes, $gauss, $colloc)
         }
     };
+    (@shapes $run:ident, $dyn:ident, $T:ty, $P:ty, $shape:expr, $sizes:expr, [$($gk:expr),*], $colloc:tt) => {{
+        $(
+            if $shape == $gk {
+                return pick_gauss!($run, $dyn, $T, $P, $gk, $sizes; 2, 3, 4, 5, 6, 7, 8, 9);
+            }
+        )*
+        built_in_selection!(@colloc $colloc, $run, $dyn, $T, $P, $shape, $sizes)
+    }};
     (@colloc true, $run:ident, $dyn:ident, $T:ty, $P:ty, $shape:expr, $sizes:expr) => {
         match $shape {
             COLLOC => pick_colloc!($run, $dyn, $T, $P, $sizes; 2, 3, 4, 5, 6, 7, 8, 9),
@@ -657,12 +650,13 @@ macro_rules! built_in_selection {
     };
 }
 
-built_in_selection!(mass_f64, Mass, f64, gauss: [INTERP], colloc: false);
-built_in_selection!(mass_f32, Mass, f32, gauss: [INTERP], colloc: false);
-built_in_selection!(diffusion_f64, Diffusion, f64, gauss: [GAUSS], colloc: true);
-built_in_selection!(diffusion_f32, Diffusion, f32, gauss: [GAUSS], colloc: true);
-built_in_selection!(elastic_f64, Elastic, f64, gauss: [], colloc: true);
-built_in_selection!(elastic_f32, Elastic, f32, gauss: [], colloc: true);
+// The instance sets per scalar type follow `simd_set`: AVX-512 for `f32` only.
+built_in_selection!(mass_f64, Mass, f64, gauss: [INTERP], colloc: false, simd: [fma = Avx2Fma]);
+built_in_selection!(mass_f32, Mass, f32, gauss: [INTERP], colloc: false, simd: [avx512 = Avx512, fma = Avx2Fma]);
+built_in_selection!(diffusion_f64, Diffusion, f64, gauss: [GAUSS], colloc: true, simd: [fma = Avx2Fma]);
+built_in_selection!(diffusion_f32, Diffusion, f32, gauss: [GAUSS], colloc: true, simd: [avx512 = Avx512, fma = Avx2Fma]);
+built_in_selection!(elastic_f64, Elastic, f64, gauss: [], colloc: true, simd: [fma = Avx2Fma]);
+built_in_selection!(elastic_f32, Elastic, f32, gauss: [], colloc: true, simd: [avx512 = Avx512, fma = Avx2Fma]);
 
 /// The dynamic-size kernel of any physics (a physics of one's own).
 pub(crate) fn select_dyn<T: Real, P: TensorPhysics<T>>(
