@@ -555,3 +555,81 @@ fn bad_physics_set_ups_are_errors() {
     assert!(total > 1.0 && total < 9.0, "{total}");
     assert!(lumped.iter().all(|&v| v > 0.0));
 }
+
+/// The scalar forms of [`lane_numbered_spaces_apply_the_same_operator`].
+fn lane_form<T: Real>(name: &str) -> Form<T> {
+    match name {
+        "BP1" => Mass::unit(1).into(),
+        "BP3" => Diffusion::unit(1, 0.5).into(),
+        _ => Diffusion {
+            ncomp: 1,
+            kappa: field_kappa(),
+            alpha: 0.0,
+        }
+        .into(),
+    }
+}
+
+/// Numbering the nodes for the kernels' batches (`lane_numbering`) turns every node of a
+/// box's batches into a run of consecutive nodes moved by vector loads and stores, and
+/// changes nothing but the order of the values: the operator on the renumbered space is the
+/// operator on the original one, for every shape of kernel, accumulation and instruction set.
+#[test]
+fn lane_numbered_spaces_apply_the_same_operator() {
+    use ferrofem_operator::tensor::{lane_numbering, Accumulation, SimdLevel};
+    for ct in [CellType::Quadrilateral, CellType::Hexahedron] {
+        let d = ct.dim();
+        // 16 elements along x: whole batches per row
+        let mut spec = BoxSpec::unit(ct, &vec![if d == 2 { 3 } else { 2 }; d]);
+        spec.n[0] = 16;
+        let affine = generate_box(&spec).unwrap();
+        spec.perturb = 0.2;
+        spec.seed = 7;
+        let curved = generate_box(&spec).unwrap();
+        for (m, what) in [(&affine, "affine"), (&curved, "perturbed")] {
+            for p in [1, 2, 4] {
+                let space = H1Space::new(m, p, 1).unwrap();
+                let new_of = lane_numbering(space.restriction());
+                let lane = space.renumbered(&new_of);
+                let x = random(space.num_dofs(), p as u64 + 3);
+                let mut x_lane = vec![0.0; x.len()];
+                for (old, &new) in new_of.iter().enumerate() {
+                    x_lane[new as usize] = x[old];
+                }
+                let back =
+                    |y: Vec<f64>| -> Vec<f64> { new_of.iter().map(|&n| y[n as usize]).collect() };
+                for (name, quad) in [
+                    ("BP1", Quadrature::Gauss(p + 2)),
+                    ("BP3", Quadrature::Gauss(p + 2)),
+                    ("variable diffusion", Quadrature::Collocated),
+                ] {
+                    let opts = PhysicsOptions::new(quad);
+                    let reference =
+                        TensorOperator::with_physics(m, &space, lane_form::<f64>(name), &opts);
+                    let want = apply(&reference.unwrap(), &x);
+                    for acc in [Accumulation::Colored, Accumulation::ByNode] {
+                        let o = PhysicsOptions {
+                            accumulation: acc,
+                            ..opts
+                        };
+                        let op = TensorOperator::with_physics(m, &lane, lane_form::<f64>(name), &o)
+                            .unwrap();
+                        assert_eq!(op.lane_run_fraction(), 1.0, "{ct} {what} p={p} {name}");
+                        let err = rel_diff(&back(apply(&op, &x_lane)), &want);
+                        assert!(err < 1e-13, "{ct} {what} p={p} {name} {acc:?}: {err:e}");
+                    }
+                    for simd in [SimdLevel::Baseline, SimdLevel::Avx2Fma, SimdLevel::Avx512] {
+                        let o = PhysicsOptions {
+                            simd: Some(simd),
+                            ..opts
+                        };
+                        let op = TensorOperator::with_physics(m, &lane, lane_form::<f32>(name), &o)
+                            .unwrap();
+                        let err = rel_diff(&back(apply(&op, &x_lane)), &want);
+                        assert!(err < 5e-6, "{ct} {what} p={p} {name} f32 {simd:?}: {err:e}");
+                    }
+                }
+            }
+        }
+    }
+}

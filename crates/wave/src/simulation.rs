@@ -27,8 +27,8 @@ use ferrofem_base::Real;
 use ferrofem_geometry::{CellMap, PointLocator};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::{
-    Coefficient, Diffusion, Elastic, Form, Mass, PhysicsOptions, PointGeometry, Quadrature,
-    TensorOperator,
+    lane_numbering, Coefficient, Diffusion, Elastic, Form, Mass, PhysicsOptions, PointGeometry,
+    Quadrature, TensorOperator,
 };
 use ferrofem_space::H1Space;
 use rayon::prelude::*;
@@ -208,7 +208,9 @@ impl<T: Real> Simulation<T> {
         let d = mesh.dim();
         let kind = setup.kind;
         let ncomp = kind.components(d);
+        // nodes numbered for the kernels' batches (runs of consecutive nodes across lanes)
         let scalar = H1Space::new(mesh, order, 1)?;
+        let scalar = scalar.renumbered(&lane_numbering(scalar.restriction()));
         let space = if ncomp == 1 {
             scalar.clone()
         } else {

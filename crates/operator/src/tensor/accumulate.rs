@@ -3,6 +3,7 @@
 //! kernels with the elements grouped into blocks whose colours share no node.
 
 use super::kernel::BatchSink;
+use super::lane_runs::{scatter_runs, LaneRuns};
 use super::lanes::{Lane, LANES};
 use ferrofem_base::Real;
 use ferrofem_space::{ElemRestriction, TransposeMap};
@@ -118,8 +119,8 @@ pub(crate) struct SharedSlice<'a, T> {
     _borrow: PhantomData<&'a mut [T]>,
 }
 
-// SAFETY: the slice is only written through `add`, whose callers guarantee that no two
-// threads touch the same entry at the same time (colouring), and `T` itself is Send.
+// SAFETY: the slice is only written through a `SharedSink`'s output, whose users guarantee
+// that no two threads touch the same entry at the same time (colouring), and `T` is Send.
 unsafe impl<T: Send> Send for SharedSlice<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedSlice<'_, T> {}
@@ -132,55 +133,79 @@ impl<'a, T: Real> SharedSlice<'a, T> {
             _borrow: PhantomData,
         }
     }
-
-    /// `s[i] += v`.
-    ///
-    /// # Safety
-    /// `i` must be in bounds, and no other thread may access entry `i` during the call.
-    #[inline(always)]
-    unsafe fn add(&self, i: usize, v: T) {
-        debug_assert!(i < self.len, "index {i} out of range {}", self.len);
-        // SAFETY: in bounds and exclusive (caller's contract).
-        unsafe { *self.ptr.add(i) += v }
-    }
 }
 
 /// Adds batch results straight into the output L-vector.
-pub(crate) struct SharedSink<'a, 'b, T> {
-    y: &'b SharedSlice<'a, T>,
-    offsets: &'b [u32],
-    ncomp: usize,
-    nodes: usize,
+pub(crate) struct SharedSink<'b, T> {
+    out: DirectOut<'b, T>,
 }
 
-impl<'a, 'b, T: Real> SharedSink<'a, 'b, T> {
-    /// A sink adding into `y`, an L-vector of `r`'s space.
+impl<'b, T: Real> SharedSink<'b, T> {
+    /// A sink adding into `y`, an L-vector of `r`'s space, with `runs` recorded from `r`.
+    /// It is only used for the blocks of one colour at a time, which share no node.
     ///
     /// # Panics
     /// If `y` is not as long as `r`'s L-vectors.
-    pub(crate) fn new(y: &'b SharedSlice<'a, T>, r: &'b ElemRestriction) -> Self {
+    pub(crate) fn new(
+        y: &'b SharedSlice<'_, T>,
+        r: &'b ElemRestriction,
+        runs: &'b LaneRuns,
+    ) -> Self {
         assert_eq!(y.len, r.lvec_len(), "output length");
         SharedSink {
-            y,
-            offsets: r.offsets(),
-            ncomp: r.ncomp(),
-            nodes: r.elem_size(),
+            out: DirectOut {
+                y: y.ptr,
+                offsets: r.offsets(),
+                ncomp: r.ncomp(),
+                nodes: r.elem_size(),
+                runs,
+            },
         }
     }
 }
 
-impl<T: Real> BatchSink<T> for SharedSink<'_, '_, T> {
+impl<T: Real> BatchSink<T> for SharedSink<'_, T> {
     #[inline]
     fn put(&mut self, elems: &[usize; LANES], count: usize, comp: usize, r: &[Lane<T>]) {
+        self.out.add(elems, count, comp, r);
+    }
+    fn direct(&mut self) -> Option<DirectOut<'_, T>> {
+        Some(self.out)
+    }
+}
+
+/// The output of a [`SharedSink`], which the kernels add into themselves (inlined, with
+/// their instruction set) instead of calling the sink.
+#[derive(Clone, Copy)]
+pub(crate) struct DirectOut<'b, T> {
+    y: *mut T,
+    offsets: &'b [u32],
+    ncomp: usize,
+    nodes: usize,
+    runs: &'b LaneRuns,
+}
+
+impl<T: Real> DirectOut<'_, T> {
+    /// Adds component `comp` of the results `r` of elements `elems[..count]`.
+    #[inline(always)]
+    pub(crate) fn add(&self, elems: &[usize; LANES], count: usize, comp: usize, r: &[Lane<T>]) {
         let (nc, nn) = (self.ncomp, self.nodes);
+        if let Some(codes) = self.runs.batch(elems[0], count) {
+            let rows: [&[u32]; LANES] =
+                std::array::from_fn(|l| &self.offsets[elems[l] * nn..(elems[l] + 1) * nn]);
+            // SAFETY: in bounds and exclusive as in the scalar loop below; the codes were
+            // recorded from these rows, and a full batch's elements are `elems[0]..+LANES`.
+            unsafe { scatter_runs(codes, &rows, r, self.y) };
+            return;
+        }
         for (l, &e) in elems.iter().enumerate().take(count) {
             let idx = &self.offsets[e * nn..(e + 1) * nn];
             for (&j, ri) in idx.iter().zip(r) {
                 // SAFETY: in bounds, since the restriction's offsets are below its node
-                // count and `y` holds that many nodes (checked in `new`); exclusive, since
-                // this sink is only used for the blocks of one colour at a time, which
-                // share no node, so no other thread touches node `j`.
-                unsafe { self.y.add(j as usize * nc + comp, ri[l]) };
+                // count and `y` holds that many nodes (checked in `SharedSink::new`);
+                // exclusive, since the sink is only used for the blocks of one colour at a
+                // time, which share no node, so no other thread touches node `j`.
+                unsafe { *self.y.add(j as usize * nc + comp) += ri[l] };
             }
         }
     }

@@ -47,12 +47,14 @@ impl<T: Real> TensorPhysics<T> for Mass {
     fn plain_geometry(&self) -> bool {
         self.rho.is_one()
     }
+    fn reads_compact(&self) -> bool {
+        true
+    }
     #[inline(always)]
     fn apply(&self, b: &PointBatch<'_, T>, v: &mut [Lane<T>], _g: &mut [Lane<T>]) {
         let nq = b.num_points;
-        let w = &b.qdata[..nq];
         for c in 0..self.ncomp {
-            scale(&mut v[c * nq..(c + 1) * nq], w, T::one());
+            scale(&mut v[c * nq..(c + 1) * nq], b, 0, T::one());
         }
     }
     fn flops_per_point(&self, _dim: usize) -> f64 {
@@ -113,6 +115,9 @@ impl<T: Real> TensorPhysics<T> for Diffusion {
     fn plain_geometry(&self) -> bool {
         self.kappa.is_one()
     }
+    fn reads_compact(&self) -> bool {
+        true
+    }
     #[inline(always)]
     fn apply(&self, b: &PointBatch<'_, T>, v: &mut [Lane<T>], g: &mut [Lane<T>]) {
         let (d, nq) = (b.dim, b.num_points);
@@ -120,13 +125,12 @@ impl<T: Real> TensorPhysics<T> for Diffusion {
         for c in 0..self.ncomp {
             let gc = &mut g[c * d * nq..(c + 1) * d * nq];
             if b.fma {
-                metric_times::<T, true>(d, nq, b.qdata, gc);
+                metric_times::<T, true>(d, nq, b, gc);
             } else {
-                metric_times::<T, false>(d, nq, b.qdata, gc);
+                metric_times::<T, false>(d, nq, b, gc);
             }
             if self.alpha != 0.0 {
-                let w = &b.qdata[m * nq..(m + 1) * nq];
-                scale(&mut v[c * nq..(c + 1) * nq], w, T::of(self.alpha));
+                scale(&mut v[c * nq..(c + 1) * nq], b, m, T::of(self.alpha));
             }
         }
     }
@@ -176,13 +180,16 @@ impl<T: Real> TensorPhysics<T> for Elastic {
         out[d * d] = self.lambda.at(at) * at.wdetj();
         out[d * d + 1] = self.mu.at(at) * at.wdetj();
     }
+    fn reads_compact(&self) -> bool {
+        true
+    }
     #[inline(always)]
     fn apply(&self, b: &PointBatch<'_, T>, _v: &mut [Lane<T>], g: &mut [Lane<T>]) {
         match (b.dim, b.fma) {
-            (2, true) => elastic_points::<T, 2, true>(b.num_points, b.qdata, g),
-            (2, false) => elastic_points::<T, 2, false>(b.num_points, b.qdata, g),
-            (_, true) => elastic_points::<T, 3, true>(b.num_points, b.qdata, g),
-            (_, false) => elastic_points::<T, 3, false>(b.num_points, b.qdata, g),
+            (2, true) => elastic_points::<T, 2, true>(b, g),
+            (2, false) => elastic_points::<T, 2, false>(b, g),
+            (_, true) => elastic_points::<T, 3, true>(b, g),
+            (_, false) => elastic_points::<T, 3, false>(b, g),
         }
     }
     fn flops_per_point(&self, dim: usize) -> f64 {
@@ -191,11 +198,11 @@ impl<T: Real> TensorPhysics<T> for Elastic {
     }
 }
 
-/// `v ← s w v` pointwise.
+/// `v ← s w v` pointwise, `w` the batch's datum `datum`.
 #[inline(always)]
-fn scale<T: Real>(v: &mut [Lane<T>], w: &[Lane<T>], s: T) {
-    for (vi, wi) in v.iter_mut().zip(w) {
-        let (x, w) = (*vi, *wi);
+fn scale<T: Real>(v: &mut [Lane<T>], b: &PointBatch<'_, T>, datum: usize, s: T) {
+    for (i, vi) in v.iter_mut().enumerate() {
+        let (x, w) = (*vi, b.datum(datum, i));
         let mut o = zero::<T>();
         for l in 0..LANES {
             o[l] = s * w[l] * x[l];
@@ -204,21 +211,20 @@ fn scale<T: Real>(v: &mut [Lane<T>], w: &[Lane<T>], s: T) {
     }
 }
 
-/// `g ← G g` at every point with the packed symmetric `G` of the first factors of `geo`.
+/// `g ← G g` at every point with the packed symmetric `G` of the batch's first data.
 #[inline(always)]
 fn metric_times<T: Real, const FMA: bool>(
     dim: usize,
     nq: usize,
-    geo: &[Lane<T>],
+    batch: &PointBatch<'_, T>,
     g: &mut [Lane<T>],
 ) {
+    let f = |c: usize, i: usize| batch.datum(c, i);
     if dim == 2 {
         let (g0, g1) = g[..2 * nq].split_at_mut(nq);
-        let (f0, rest) = geo[..3 * nq].split_at(nq);
-        let (f1, f2) = rest.split_at(nq);
         for i in 0..nq {
             let (x, y) = (g0[i], g1[i]);
-            let (a, b, c) = (f0[i], f1[i], f2[i]);
+            let (a, b, c) = (f(0, i), f(1, i), f(2, i));
             let mut o0 = zero::<T>();
             let mut o1 = zero::<T>();
             for l in 0..LANES {
@@ -231,11 +237,10 @@ fn metric_times<T: Real, const FMA: bool>(
     } else {
         let (g0, rest) = g[..3 * nq].split_at_mut(nq);
         let (g1, g2) = rest.split_at_mut(nq);
-        let f = &geo[..6 * nq];
         for i in 0..nq {
             let (x, y, z) = (g0[i], g1[i], g2[i]);
-            let (f00, f01, f02) = (f[i], f[nq + i], f[2 * nq + i]);
-            let (f11, f12, f22) = (f[3 * nq + i], f[4 * nq + i], f[5 * nq + i]);
+            let (f00, f01, f02) = (f(0, i), f(1, i), f(2, i));
+            let (f11, f12, f22) = (f(3, i), f(4, i), f(5, i));
             let mut o0 = zero::<T>();
             let mut o1 = zero::<T>();
             let mut o2 = zero::<T>();
@@ -256,17 +261,15 @@ fn metric_times<T: Real, const FMA: bool>(
 /// coefficients `f̂[c][a] = Σ_k A[a][k] σ[c][k]`.
 #[inline(always)]
 fn elastic_points<T: Real, const D: usize, const FMA: bool>(
-    nq: usize,
-    qd: &[Lane<T>],
+    b: &PointBatch<'_, T>,
     g: &mut [Lane<T>],
 ) {
-    let nd = D * D;
-    let qd = &qd[..(nd + 2) * nq];
+    let (nd, nq) = (D * D, b.num_points);
     let g = &mut g[..D * D * nq];
     for i in 0..nq {
         let a: [[Lane<T>; D]; D] =
-            std::array::from_fn(|r| std::array::from_fn(|c| qd[(r * D + c) * nq + i]));
-        let (wl, wm) = (qd[nd * nq + i], qd[(nd + 1) * nq + i]);
+            std::array::from_fn(|r| std::array::from_fn(|c| b.datum(r * D + c, i)));
+        let (wl, wm) = (b.datum(nd, i), b.datum(nd + 1, i));
         let gh: [[Lane<T>; D]; D] =
             std::array::from_fn(|c| std::array::from_fn(|r| g[(c * D + r) * nq + i]));
         let mut out: [[Lane<T>; D]; D] = [[zero(); D]; D];

@@ -9,9 +9,13 @@
 //! and chosen at run time when the processor has them; the baseline instances run on any
 //! x86-64.
 
+use super::accumulate::DirectOut;
 use super::geometry::lane_factors;
+use super::lane_runs::{gather_runs, LaneRuns};
 use super::lanes::{contract, zero, AlignedLanes, Lane, LANES};
-use super::{Diffusion, Elastic, FactorLayout, Mass, PointBatch, TensorGeometry, TensorPhysics};
+use super::{
+    CompactData, Diffusion, Elastic, FactorLayout, Mass, PointBatch, TensorGeometry, TensorPhysics,
+};
 use ferrofem_base::Real;
 use ferrofem_geometry::GeometrySource;
 use std::ops::Range;
@@ -105,6 +109,8 @@ pub(crate) struct KernelData<'a, T> {
     pub uses_value: bool,
     /// Whether the physics reads and writes gradients.
     pub uses_gradient: bool,
+    /// Whether the physics reads compact data ([`TensorPhysics::reads_compact`]).
+    pub reads_compact: bool,
     /// Geometry.
     pub geo: &'a TensorGeometry<T>,
     /// Map derivatives `[point][k][v - 1]` for on-the-fly geometry.
@@ -118,6 +124,8 @@ pub(crate) struct KernelData<'a, T> {
     pub num_nodes: usize,
     /// Components per node.
     pub ncomp: usize,
+    /// Runs of consecutive nodes across the lanes of each batch.
+    pub runs: &'a LaneRuns,
 }
 
 /// Per-thread work arrays of a kernel (lane layout, cache-line aligned).
@@ -162,6 +170,28 @@ impl<T: Real> Scratch<T> {
 pub(crate) trait BatchSink<T> {
     /// Component `comp` of the results `r` (`nodes` lanes) of elements `elems[..count]`.
     fn put(&mut self, elems: &[usize; LANES], count: usize, comp: usize, r: &[Lane<T>]);
+    /// The L-vector the sink adds into, for the kernels to add into it themselves.
+    fn direct(&mut self) -> Option<DirectOut<'_, T>> {
+        None
+    }
+}
+
+/// Where a kernel hands its batch results.
+enum Out<'s, T> {
+    /// Added straight into an L-vector, inlined in the kernel.
+    Direct(DirectOut<'s, T>),
+    /// Through the sink.
+    Sink(&'s mut dyn BatchSink<T>),
+}
+
+impl<T: Real> Out<'_, T> {
+    #[inline(always)]
+    fn put(&mut self, elems: &[usize; LANES], count: usize, comp: usize, r: &[Lane<T>]) {
+        match self {
+            Out::Direct(d) => d.add(elems, count, comp, r),
+            Out::Sink(s) => s.put(elems, count, comp, r),
+        }
+    }
 }
 
 /// Signature of a kernel instance: apply the element operator of physics `P` to the
@@ -264,19 +294,30 @@ fn apply_range<T: Real, P: TensorPhysics<T> + ?Sized, const FMA: bool, const K: 
     let nf = geo.num_factors();
     let (uses_v, uses_g) = (k.uses_value, k.uses_gradient);
     assert!(x.len() >= k.num_nodes * nc, "input shorter than the space");
+    let mut sink = if sink.direct().is_some() {
+        Out::Direct(sink.direct().expect("checked just before"))
+    } else {
+        Out::Sink(sink)
+    };
     let mut e0 = range.start;
+    let mut per = [zero::<T>(); MAX_COMPACT];
     while e0 < range.end {
         let count = LANES.min(range.end - e0);
         let elems: [usize; LANES] = std::array::from_fn(|l| e0 + l.min(count - 1));
-        // quadrature data of the batch in lane layout
+        // quadrature data of the batch in lane layout (none when compact data is handed
+        // to the physics as it is)
+        let mut compact = None;
         let geo_lanes: &[Lane<T>] = match (geo.source, geo.layout) {
             (GeometrySource::Stored, FactorLayout::Interleaved) if geo.compact.is_some() => {
                 let cf = geo.compact.as_ref().expect("checked by the guard");
-                let sgeo = &mut s.geo[..nf * nq];
-                let mut per = [zero::<T>(); MAX_COMPACT];
                 let per = &mut per[..nf];
                 if e0 % LANES == 0 {
-                    per.copy_from_slice(&cf.per_elem[(e0 / LANES) * nf..(e0 / LANES + 1) * nf]);
+                    for (p, v) in per
+                        .iter_mut()
+                        .zip(&cf.per_elem[(e0 / LANES) * nf..(e0 / LANES + 1) * nf])
+                    {
+                        *p = *v;
+                    }
                 } else {
                     for (l, &e) in elems.iter().enumerate() {
                         for (c, pc) in per.iter_mut().enumerate() {
@@ -284,13 +325,22 @@ fn apply_range<T: Real, P: TensorPhysics<T> + ?Sized, const FMA: bool, const K: 
                         }
                     }
                 }
-                for (c, &pc) in per.iter().enumerate() {
-                    let out = &mut sgeo[c * nq..(c + 1) * nq];
-                    for (o, &sc) in out.iter_mut().zip(&cf.scale[c * nq..(c + 1) * nq]) {
-                        *o = scaled(pc, sc);
+                if k.reads_compact {
+                    compact = Some(CompactData {
+                        per: &per[..nf],
+                        scale: &cf.scale[..nf * nq],
+                    });
+                    &[]
+                } else {
+                    let sgeo = &mut s.geo[..nf * nq];
+                    for (c, &pc) in per.iter().enumerate() {
+                        let out = &mut sgeo[c * nq..(c + 1) * nq];
+                        for (o, &sc) in out.iter_mut().zip(&cf.scale[c * nq..(c + 1) * nq]) {
+                            *o = scaled(pc, sc);
+                        }
                     }
+                    sgeo
                 }
-                sgeo
             }
             (GeometrySource::Stored, FactorLayout::Interleaved) if e0 % LANES == 0 => {
                 let b = e0 / LANES;
@@ -347,14 +397,21 @@ fn apply_range<T: Real, P: TensorPhysics<T> + ?Sized, const FMA: bool, const K: 
             let e = elems[l];
             &k.offsets[e * nn..(e + 1) * nn]
         });
+        let runs = k.runs.batch(e0, count);
         for c in 0..nc {
             let u = &mut s.u[c * nn..(c + 1) * nn];
-            for (i, ui) in u.iter_mut().enumerate() {
-                for l in 0..LANES {
-                    let j = rows[l][i] as usize * nc + c;
-                    // SAFETY: `j < num_nodes · nc <= x.len()` (offsets below `num_nodes`,
-                    // the length asserted above).
-                    ui[l] = unsafe { *x.get_unchecked(j) };
+            if let Some(codes) = runs {
+                // SAFETY: the offsets are below `num_nodes <= x.len()` (asserted above),
+                // and the codes were recorded from these rows (one component).
+                unsafe { gather_runs(codes, &rows, x, u) };
+            } else {
+                for (i, ui) in u.iter_mut().enumerate() {
+                    for l in 0..LANES {
+                        let j = rows[l][i] as usize * nc + c;
+                        // SAFETY: `j < num_nodes · nc <= x.len()` (offsets below
+                        // `num_nodes`, the length asserted above).
+                        ui[l] = unsafe { *x.get_unchecked(j) };
+                    }
                 }
             }
             let u = &s.u[c * nn..(c + 1) * nn];
@@ -383,6 +440,7 @@ fn apply_range<T: Real, P: TensorPhysics<T> + ?Sized, const FMA: bool, const K: 
             elems: &elems,
             count,
             fma: FMA,
+            compact,
         };
         // collocated values live at the nodes: the physics works on the gathered ones
         let values = if K == COLLOC {

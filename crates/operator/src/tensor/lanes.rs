@@ -79,8 +79,9 @@ pub(crate) fn madd<T: Real, const FMA: bool>(acc: T, a: T, b: T) -> T {
 /// overwrites it. Sizes are run-time arguments; the const-generic kernels pass constants,
 /// and after inlining all loop bounds are known at compile time.
 ///
-/// Rows of `m` are taken four at a time, so each input lane array loaded feeds four
-/// independent accumulators (more arithmetic per load, no chain of dependent adds).
+/// Rows of `m` are taken several at a time (up to eight for `f32`, whose lanes are one
+/// register, four for `f64`), so each input lane array loaded feeds that many independent
+/// accumulators (more arithmetic per load, no chain of dependent adds).
 #[inline(always)]
 pub(crate) fn contract<T: Real, const FMA: bool, const ADD: bool>(
     m: &[T],
@@ -100,6 +101,21 @@ pub(crate) fn contract<T: Real, const FMA: bool, const ADD: bool>(
     {
         for s in 0..post {
             let mut a = 0;
+            if T::BYTES == 4 {
+                while a + 8 <= na {
+                    rows::<T, FMA, ADD, 8>(m, a, nb, post, s, ip, op);
+                    a += 8;
+                }
+                let rest = na - a;
+                if rest >= 5 {
+                    match rest {
+                        7 => rows::<T, FMA, ADD, 7>(m, a, nb, post, s, ip, op),
+                        6 => rows::<T, FMA, ADD, 6>(m, a, nb, post, s, ip, op),
+                        _ => rows::<T, FMA, ADD, 5>(m, a, nb, post, s, ip, op),
+                    }
+                    a = na;
+                }
+            }
             while a + 4 <= na {
                 rows::<T, FMA, ADD, 4>(m, a, nb, post, s, ip, op);
                 a += 4;

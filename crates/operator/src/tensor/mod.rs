@@ -24,6 +24,7 @@ mod error;
 mod forms;
 mod geometry;
 mod kernel;
+mod lane_runs;
 mod lanes;
 pub mod model;
 mod operator;
@@ -39,10 +40,11 @@ pub use ferrofem_geometry::GeometrySource;
 pub use forms::{Diffusion, Elastic, Mass};
 pub use geometry::{FactorLayout, TensorGeometry};
 pub use kernel::SimdLevel;
+pub use lane_runs::lane_numbering;
 pub use lanes::{Lane, LANES};
 pub use model::{FormModel, IndexTraffic, Model, ModelSpec, VectorTraffic};
 pub use operator::{
     default_block_len, Form, PhysicsOptions, Quadrature, TensorKind, TensorOperator, TensorOptions,
     MAX_DEFAULT_BLOCK_LEN,
 };
-pub use physics::{Coefficient, PointBatch, PointGeometry, TensorPhysics};
+pub use physics::{Coefficient, CompactData, PointBatch, PointGeometry, TensorPhysics};

@@ -5,6 +5,7 @@ use super::accumulate::{sum_by_node, EVecSink, SharedSink, SharedSlice};
 use super::basis::transpose;
 use super::geometry::{origins, vertex_offsets, MapTable};
 use super::kernel::{self, KernelData, RangeFn, Scratch, Sizes};
+use super::lane_runs::LaneRuns;
 use super::model::{self, FormModel, IndexTraffic, Model, ModelSpec, VectorTraffic};
 use super::{
     diagonal, Accumulation, BlockColoring, Diffusion, Elastic, FactorLayout, Mass, PointGeometry,
@@ -318,6 +319,7 @@ pub struct TensorOperator<T: Real> {
     transpose: TransposeMap,
     accumulation: Accumulation,
     coloring: Option<BlockColoring>,
+    runs: LaneRuns,
     b: Vec<T>,
     bt: Vec<T>,
     d: Vec<T>,
@@ -502,6 +504,7 @@ impl<T: Real> TensorOperator<T> {
             .simd
             .map_or_else(SimdLevel::detect, SimdLevel::supported);
         let sizes = Sizes { dim, n, q: qq };
+        let runs = LaneRuns::new(&restriction);
         Ok(TensorOperator {
             kind: None,
             b: conv(&basis.interp),
@@ -516,6 +519,7 @@ impl<T: Real> TensorOperator<T> {
             transpose,
             accumulation: opts.accumulation,
             coloring,
+            runs,
             simd,
             kernel: bind(form, shape, sizes, simd),
             offsets_f64,
@@ -552,6 +556,11 @@ impl<T: Real> TensorOperator<T> {
     pub fn coloring(&self) -> Option<&BlockColoring> {
         self.coloring.as_ref()
     }
+    /// Fraction of the nodes of full batches whose lanes are a run of consecutive nodes
+    /// (moved by vector loads and stores; see [`lane_numbering`](super::lane_numbering)).
+    pub fn lane_run_fraction(&self) -> f64 {
+        self.runs.run_fraction()
+    }
     /// The instruction set the kernels run with.
     pub fn simd(&self) -> SimdLevel {
         self.simd
@@ -578,12 +587,14 @@ impl<T: Real> TensorOperator<T> {
             dt: &self.dt,
             uses_value: self.physics().uses_value(),
             uses_gradient: self.physics().uses_gradient(),
+            reads_compact: self.physics().reads_compact(),
             geo: &self.geometry,
             dphi: &self.dphi,
             w: &self.w,
             offsets: self.restriction.offsets(),
             num_nodes: self.restriction.num_nodes(),
             ncomp: self.restriction.ncomp(),
+            runs: &self.runs,
         }
     }
 
@@ -641,7 +652,7 @@ impl<T: Real> TensorOperator<T> {
                     color.par_iter().for_each_init(
                         || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, &b| {
-                            let mut sink = SharedSink::new(&shared, &self.restriction);
+                            let mut sink = SharedSink::new(&shared, &self.restriction, &self.runs);
                             kernel.run(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
                         },
                     );

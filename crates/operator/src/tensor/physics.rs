@@ -88,6 +88,35 @@ pub struct PointBatch<'a, T> {
     /// True when the kernel runs with fused multiply-add instructions (a physics may use
     /// `mul_add` then; elsewhere a software fused multiply-add is slow).
     pub fma: bool,
+    /// The quadrature data in compact form (one value per element and datum times a
+    /// per-point scale), handed only to physics that
+    /// [read it](TensorPhysics::reads_compact); `qdata` is empty then.
+    pub compact: Option<CompactData<'a, T>>,
+}
+
+/// Quadrature data of a batch whose datum `c` at point `i` is `scale[c · num_points + i] ·
+/// per[c]` (affine elements with coefficients constant on each).
+#[derive(Clone, Copy, Debug)]
+pub struct CompactData<'a, T> {
+    /// One lane per datum: the batch's elements' values.
+    pub per: &'a [Lane<T>],
+    /// `[datum][point]` scales, the same for every element.
+    pub scale: &'a [T],
+}
+
+impl<T: Real> PointBatch<'_, T> {
+    /// Datum `c` at point `i` of every lane, from the full or the compact data.
+    #[inline(always)]
+    pub fn datum(&self, c: usize, i: usize) -> Lane<T> {
+        let at = c * self.num_points + i;
+        match self.compact {
+            Some(cd) => {
+                let (p, s) = (cd.per[c], cd.scale[at]);
+                std::array::from_fn(|l| p[l] * s)
+            }
+            None => self.qdata[at],
+        }
+    }
 }
 
 /// Pointwise physics of a sum-factorised operator: `v · f0(u, ∇u) + ∇v : f1(u, ∇u)` at every
@@ -120,6 +149,12 @@ pub trait TensorPhysics<T: Real>: Send + Sync {
     fn plain_geometry(&self) -> bool {
         false
     }
+    /// True when [`apply`](Self::apply) reads its data through [`PointBatch::datum`], so
+    /// that the kernel may hand it compact data ([`PointBatch::compact`]) instead of
+    /// expanding them into `qdata` first.
+    fn reads_compact(&self) -> bool {
+        false
+    }
     /// The pointwise operator on a batch: `v` holds `ncomp · num_points` lanes
     /// (`[c][point]`), `g` holds `ncomp · dim · num_points` lanes (`[c][a][point]`); both
     /// are overwritten in place (only those the physics uses are meaningful).
@@ -149,6 +184,9 @@ impl<T: Real> TensorPhysics<T> for Box<dyn TensorPhysics<T>> {
     }
     fn plain_geometry(&self) -> bool {
         (**self).plain_geometry()
+    }
+    fn reads_compact(&self) -> bool {
+        (**self).reads_compact()
     }
     fn apply(&self, batch: &PointBatch<'_, T>, v: &mut [Lane<T>], g: &mut [Lane<T>]) {
         (**self).apply(batch, v, g)
