@@ -23,7 +23,7 @@ use crate::boundary::{setup_boundaries, BoundarySetup, BoundarySpec};
 use crate::cfl::{stable_step, StableStep};
 use crate::points::{place_source, stencil, PlacedSource, Receiver, Source, Stencil};
 use crate::{Medium, WaveError, WaveKind};
-use ferrofem_base::Real;
+use ferrofem_base::{FlushSubnormals, Real};
 use ferrofem_geometry::{CellMap, PointLocator};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::{
@@ -566,6 +566,7 @@ impl<T: Real> Simulation<T> {
             .zip(self.ku.par_chunks(CHUNK))
             .zip(self.dt2_minv.par_chunks(CHUNK))
             .map(|(((up, u), ku), m)| {
+                let _flush = FlushSubnormals::new();
                 let mut kin = 0.0f64;
                 let mut pot = 0.0f64;
                 if check {

@@ -3,7 +3,7 @@
 //! `1/ρ`, the acoustic stiffness) and isotropic linear elasticity (the elastic stiffness).
 
 use super::lanes::{madd, zero, Lane, LANES};
-use super::physics::{Coefficient, PointBatch, PointGeometry, TensorPhysics};
+use super::physics::{Coefficient, CompactData, PointBatch, PointGeometry, TensorPhysics};
 use ferrofem_base::Real;
 
 /// `∫ ρ v·u`: every component weighted by `ρ w det J` (quadrature data: that one value).
@@ -54,7 +54,11 @@ impl<T: Real> TensorPhysics<T> for Mass {
     fn apply(&self, b: &PointBatch<'_, T>, v: &mut [Lane<T>], _g: &mut [Lane<T>]) {
         let nq = b.num_points;
         for c in 0..self.ncomp {
-            scale(&mut v[c * nq..(c + 1) * nq], b, 0, T::one());
+            let vc = &mut v[c * nq..(c + 1) * nq];
+            match b.compact {
+                Some(cd) => scale(vc, Compact(cd, nq), 0, T::one()),
+                None => scale(vc, Full(b.qdata, nq), 0, T::one()),
+            }
         }
     }
     fn flops_per_point(&self, _dim: usize) -> f64 {
@@ -124,13 +128,18 @@ impl<T: Real> TensorPhysics<T> for Diffusion {
         let m = d * (d + 1) / 2;
         for c in 0..self.ncomp {
             let gc = &mut g[c * d * nq..(c + 1) * d * nq];
-            if b.fma {
-                metric_times::<T, true>(d, nq, b, gc);
-            } else {
-                metric_times::<T, false>(d, nq, b, gc);
+            match (b.compact, b.fma) {
+                (Some(cd), true) => metric_times::<T, true>(d, nq, Compact(cd, nq), gc),
+                (Some(cd), false) => metric_times::<T, false>(d, nq, Compact(cd, nq), gc),
+                (None, true) => metric_times::<T, true>(d, nq, Full(b.qdata, nq), gc),
+                (None, false) => metric_times::<T, false>(d, nq, Full(b.qdata, nq), gc),
             }
             if self.alpha != 0.0 {
-                scale(&mut v[c * nq..(c + 1) * nq], b, m, T::of(self.alpha));
+                let (vc, a) = (&mut v[c * nq..(c + 1) * nq], T::of(self.alpha));
+                match b.compact {
+                    Some(cd) => scale(vc, Compact(cd, nq), m, a),
+                    None => scale(vc, Full(b.qdata, nq), m, a),
+                }
             }
         }
     }
@@ -185,11 +194,12 @@ impl<T: Real> TensorPhysics<T> for Elastic {
     }
     #[inline(always)]
     fn apply(&self, b: &PointBatch<'_, T>, _v: &mut [Lane<T>], g: &mut [Lane<T>]) {
-        match (b.dim, b.fma) {
-            (2, true) => elastic_points::<T, 2, true>(b, g),
-            (2, false) => elastic_points::<T, 2, false>(b, g),
-            (_, true) => elastic_points::<T, 3, true>(b, g),
-            (_, false) => elastic_points::<T, 3, false>(b, g),
+        let nq = b.num_points;
+        match (b.compact, b.dim == 2) {
+            (Some(cd), true) => elastic_on::<T, 2, _>(b.fma, nq, Compact(cd, nq), g),
+            (Some(cd), false) => elastic_on::<T, 3, _>(b.fma, nq, Compact(cd, nq), g),
+            (None, true) => elastic_on::<T, 2, _>(b.fma, nq, Full(b.qdata, nq), g),
+            (None, false) => elastic_on::<T, 3, _>(b.fma, nq, Full(b.qdata, nq), g),
         }
     }
     fn flops_per_point(&self, dim: usize) -> f64 {
@@ -198,11 +208,41 @@ impl<T: Real> TensorPhysics<T> for Elastic {
     }
 }
 
-/// `v ← s w v` pointwise, `w` the batch's datum `datum`.
+/// A batch's quadrature data as the built-in physics read them: the choice between full
+/// and compact data is made once per batch, not per value.
+trait Data<T>: Copy {
+    /// Datum `c` at point `i` of every lane.
+    fn at(self, c: usize, i: usize) -> Lane<T>;
+}
+
+/// Full data (`[datum][point]` lanes) with the number of points.
+#[derive(Clone, Copy)]
+struct Full<'a, T>(&'a [Lane<T>], usize);
+
+/// Compact data with the number of points.
+#[derive(Clone, Copy)]
+struct Compact<'a, T>(CompactData<'a, T>, usize);
+
+impl<T: Real> Data<T> for Full<'_, T> {
+    #[inline(always)]
+    fn at(self, c: usize, i: usize) -> Lane<T> {
+        self.0[c * self.1 + i]
+    }
+}
+
+impl<T: Real> Data<T> for Compact<'_, T> {
+    #[inline(always)]
+    fn at(self, c: usize, i: usize) -> Lane<T> {
+        let (p, s) = (self.0.per[c], self.0.scale[c * self.1 + i]);
+        std::array::from_fn(|l| p[l] * s)
+    }
+}
+
+/// `v ← s w v` pointwise, `w` datum `datum` of `data`.
 #[inline(always)]
-fn scale<T: Real>(v: &mut [Lane<T>], b: &PointBatch<'_, T>, datum: usize, s: T) {
+fn scale<T: Real>(v: &mut [Lane<T>], data: impl Data<T>, datum: usize, s: T) {
     for (i, vi) in v.iter_mut().enumerate() {
-        let (x, w) = (*vi, b.datum(datum, i));
+        let (x, w) = (*vi, data.at(datum, i));
         let mut o = zero::<T>();
         for l in 0..LANES {
             o[l] = s * w[l] * x[l];
@@ -216,10 +256,10 @@ fn scale<T: Real>(v: &mut [Lane<T>], b: &PointBatch<'_, T>, datum: usize, s: T) 
 fn metric_times<T: Real, const FMA: bool>(
     dim: usize,
     nq: usize,
-    batch: &PointBatch<'_, T>,
+    data: impl Data<T>,
     g: &mut [Lane<T>],
 ) {
-    let f = |c: usize, i: usize| batch.datum(c, i);
+    let f = |c: usize, i: usize| data.at(c, i);
     if dim == 2 {
         let (g0, g1) = g[..2 * nq].split_at_mut(nq);
         for i in 0..nq {
@@ -256,20 +296,36 @@ fn metric_times<T: Real, const FMA: bool>(
     }
 }
 
+/// [`elastic_points`] with or without fused multiply-add.
+#[inline(always)]
+fn elastic_on<T: Real, const D: usize, S: Data<T>>(
+    fma: bool,
+    nq: usize,
+    data: S,
+    g: &mut [Lane<T>],
+) {
+    if fma {
+        elastic_points::<T, D, true>(nq, data, g)
+    } else {
+        elastic_points::<T, D, false>(nq, data, g)
+    }
+}
+
 /// Isotropic elasticity at every point: physical gradient `H = ĝ A`, stress
 /// `σ = λ tr H I + μ (H + Hᵀ)` (with `w det J` folded into `λ`, `μ`), back to reference
 /// coefficients `f̂[c][a] = Σ_k A[a][k] σ[c][k]`.
 #[inline(always)]
 fn elastic_points<T: Real, const D: usize, const FMA: bool>(
-    b: &PointBatch<'_, T>,
+    nq: usize,
+    data: impl Data<T>,
     g: &mut [Lane<T>],
 ) {
-    let (nd, nq) = (D * D, b.num_points);
+    let nd = D * D;
     let g = &mut g[..D * D * nq];
     for i in 0..nq {
         let a: [[Lane<T>; D]; D] =
-            std::array::from_fn(|r| std::array::from_fn(|c| b.datum(r * D + c, i)));
-        let (wl, wm) = (b.datum(nd, i), b.datum(nd + 1, i));
+            std::array::from_fn(|r| std::array::from_fn(|c| data.at(r * D + c, i)));
+        let (wl, wm) = (data.at(nd, i), data.at(nd + 1, i));
         let gh: [[Lane<T>; D]; D] =
             std::array::from_fn(|c| std::array::from_fn(|r| g[(c * D + r) * nq + i]));
         let mut out: [[Lane<T>; D]; D] = [[zero(); D]; D];

@@ -11,7 +11,7 @@ use super::{
     diagonal, Accumulation, BlockColoring, Diffusion, Elastic, FactorLayout, Mass, PointGeometry,
     SimdLevel, TensorBasis, TensorError, TensorGeometry, TensorPhysics, LANES,
 };
-use ferrofem_base::{LinearOperator, Real};
+use ferrofem_base::{FlushSubnormals, LinearOperator, Real};
 use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::Mesh;
 use ferrofem_space::{ElemRestriction, H1Space, TransposeMap};
@@ -599,6 +599,9 @@ impl<T: Real> TensorOperator<T> {
     }
 
     /// `y = A x` (overwrites `y`); errors when a length differs from [`len`](Self::len).
+    /// Subnormal numbers are flushed to zero inside the kernels ([`FlushSubnormals`]): a
+    /// wave spreading from a point source would otherwise feed them to every instruction
+    /// ahead of its front.
     pub fn try_apply(&self, x: &[T], y: &mut [T]) -> Result<(), TensorError> {
         let len = self.len();
         for (what, got) in [("input", x.len()), ("output", y.len())] {
@@ -633,6 +636,7 @@ impl<T: Real> TensorOperator<T> {
                     .for_each_init(
                         || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, (t, chunk)| {
+                            let _flush = FlushSubnormals::new();
                             let e0 = t * TASK_ELEMS;
                             let mut sink = EVecSink {
                                 evec: chunk,
@@ -652,6 +656,7 @@ impl<T: Real> TensorOperator<T> {
                     color.par_iter().for_each_init(
                         || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, &b| {
+                            let _flush = FlushSubnormals::new();
                             let mut sink = SharedSink::new(&shared, &self.restriction, &self.runs);
                             kernel.run(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
                         },
