@@ -518,16 +518,21 @@ impl<T: Real> Simulation<T> {
     /// Runs the remaining steps, calling `progress` after every energy check.
     pub fn run(&mut self, mut progress: impl FnMut(&Progress)) -> Result<(), WaveError> {
         while self.step < self.steps {
-            let check = (self.step + 1) % self.check_every == 0 || self.step + 1 == self.steps;
-            self.advance(check)?;
-            if check {
-                progress(&Progress {
-                    step: self.step,
-                    steps: self.steps,
-                    time: self.time(),
-                    energy: self.energy,
-                });
-            }
+            // the steps up to the next check run on a thread of the pool, so that the
+            // kernels' parallel loops start there instead of waking the pool from outside
+            let target = ((self.step / self.check_every + 1) * self.check_every).min(self.steps);
+            rayon::scope(|_| -> Result<(), WaveError> {
+                while self.step < target {
+                    self.advance(self.step + 1 == target)?;
+                }
+                Ok(())
+            })?;
+            progress(&Progress {
+                step: self.step,
+                steps: self.steps,
+                time: self.time(),
+                energy: self.energy,
+            });
         }
         Ok(())
     }

@@ -60,8 +60,9 @@ fn courant_table_is_tight_on_uniform_grids() {
                 exact / sim.stable_step().h_min,
                 courant_number(d, p) / SAFETY
             );
+            // at order 1 the table is the exact bound: equal up to the eigenvalue's rounding
             assert!(
-                (0.97..=1.0).contains(&ratio),
+                (0.97..=1.0 + 1e-12).contains(&ratio),
                 "{ct} p={p}: table/exact = {ratio}"
             );
         }
