@@ -149,9 +149,9 @@ pub trait TensorPhysics<T: Real>: Send + Sync {
     fn plain_geometry(&self) -> bool {
         false
     }
-    /// True when [`apply`](Self::apply) reads its data through [`PointBatch::datum`], so
-    /// that the kernel may hand it compact data ([`PointBatch::compact`]) instead of
-    /// expanding them into `qdata` first.
+    /// True when [`apply`](Self::apply) reads [`PointBatch::compact`] when it is present
+    /// (e.g. through [`PointBatch::datum`]), so that the kernel may hand it compact data
+    /// instead of expanding them into `qdata` first.
     fn reads_compact(&self) -> bool {
         false
     }
