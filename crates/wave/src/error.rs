@@ -82,6 +82,9 @@ pub enum WaveError {
     /// A source time function could not be built or read.
     #[error(transparent)]
     Wavelet(#[from] WaveletError),
+    /// A velocity model file could not be read or sampled.
+    #[error(transparent)]
+    VelocityModel(#[from] crate::VelocityModelError),
     /// The mesh could not be used.
     #[error(transparent)]
     Mesh(#[from] ferrofem_mesh::MeshError),

@@ -9,7 +9,8 @@
 //! [`Simulation`] holds the time loop; [`WaveSetup`] says what to simulate: medium
 //! ([`Medium`]), boundary conditions ([`BoundarySpec`]), sources ([`Source`]) and
 //! receivers ([`Receiver`]) anywhere in the mesh, and the time step ([`TimeSpec`], the
-//! stable one by default, [`cfl`]).
+//! stable one by default, [`cfl`]). A medium may be sampled from a regular-grid velocity
+//! model file ([`VelocityModel`], SPECFEM's tomography format).
 
 #![warn(missing_docs)]
 
@@ -20,6 +21,7 @@ mod error;
 mod medium;
 mod points;
 mod simulation;
+mod velocity_model;
 pub mod wavelet;
 
 pub use boundary::{setup_boundaries, BoundaryCondition, BoundarySetup, BoundarySpec};
@@ -27,6 +29,7 @@ pub use error::WaveError;
 pub use medium::{Material, Medium, Region};
 pub use points::{Receiver, Source, SourceKind};
 pub use simulation::{Progress, RunLength, Simulation, TimeSpec, WaveSetup, MAX_ORDER};
+pub use velocity_model::{VelocityModel, VelocityModelError, GRID_TOLERANCE, OUTSIDE_TOLERANCE};
 pub use wavelet::Wavelet;
 
 /// Which wave equation.

@@ -1,6 +1,7 @@
 //! The medium: density and wave speeds (`ρ`, `vp`, and `vs` for elastic waves) at every
-//! point, uniform, per region (mesh cell tag) or from a function of the position, and the
-//! checks that make them physical.
+//! point, uniform, per region (mesh cell tag) or from a function of the position (which may
+//! refuse a point, as a velocity model does outside its grid), and the checks that make
+//! them physical.
 
 use crate::{WaveError, WaveKind};
 use ferrofem_mesh::Mesh;
@@ -64,6 +65,11 @@ impl Material {
 /// it has no material.
 pub type MaterialFn = Arc<dyn Fn(i32, &[f64; 3]) -> Option<Material> + Send + Sync>;
 
+/// A [`MaterialFn`] that may refuse a point, saying why (a point outside a velocity
+/// model's grid); `Ok(None)` where it has no material.
+pub type FallibleMaterialFn =
+    Arc<dyn Fn(i32, &[f64; 3]) -> Result<Option<Material>, String> + Send + Sync>;
+
 /// Where the material comes from.
 #[derive(Clone)]
 pub enum Medium {
@@ -74,6 +80,9 @@ pub enum Medium {
     Regions(Vec<Region>),
     /// A function of the region (cell tag) and the position.
     Function(MaterialFn),
+    /// A function of the region and the position that may refuse a point:
+    /// [`Medium::check`] reports the reason with the element and the point.
+    Fallible(FallibleMaterialFn),
 }
 
 /// The material of one region of the mesh.
@@ -93,6 +102,7 @@ impl fmt::Debug for Medium {
             Medium::Uniform(m) => write!(f, "Uniform({m:?})"),
             Medium::Regions(r) => write!(f, "Regions({r:?})"),
             Medium::Function(_) => write!(f, "Function(..)"),
+            Medium::Fallible(_) => write!(f, "Fallible(..)"),
         }
     }
 }
@@ -104,12 +114,18 @@ impl Medium {
     }
 
     /// The material at `x` in a cell with tag `cell_tag`; `None` in a region without a
-    /// material (which [`Medium::check`] reports).
+    /// material or at a point the medium refuses (which [`Medium::check`] reports).
     pub fn at(&self, cell_tag: i32, x: &[f64; 3]) -> Option<Material> {
+        self.try_at(cell_tag, x).ok().flatten()
+    }
+
+    /// [`Medium::at`], with the reason for a refused point.
+    fn try_at(&self, cell_tag: i32, x: &[f64; 3]) -> Result<Option<Material>, String> {
         match self {
-            Medium::Uniform(m) => Some(*m),
-            Medium::Regions(r) => r.iter().find(|g| g.tag == cell_tag).map(|g| g.material),
-            Medium::Function(f) => f(cell_tag, x),
+            Medium::Uniform(m) => Ok(Some(*m)),
+            Medium::Regions(r) => Ok(r.iter().find(|g| g.tag == cell_tag).map(|g| g.material)),
+            Medium::Function(f) => Ok(f(cell_tag, x)),
+            Medium::Fallible(f) => f(cell_tag, x),
         }
     }
 
@@ -133,10 +149,13 @@ impl Medium {
             .into_par_iter()
             .map(|e| {
                 let mut vmax = 0.0f64;
+                let tag = mesh.cell_tags().get(e).copied().unwrap_or(0);
                 for x in nodes(e) {
-                    let m = self
-                        .in_cell(mesh, e, &x)
-                        .ok_or_else(|| self.missing(mesh, e))?;
+                    let m = match self.try_at(tag, &x) {
+                        Ok(Some(m)) => m,
+                        Ok(None) => return Err(self.missing(mesh, e)),
+                        Err(reason) => return Err(WaveError::Material { elem: e, x, reason }),
+                    };
                     if let Some(reason) = m.check(kind) {
                         return Err(WaveError::Material { elem: e, x, reason });
                     }

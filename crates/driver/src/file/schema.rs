@@ -84,6 +84,9 @@ pub(crate) struct MaterialSection {
     pub(crate) vp: Option<Raw>,
     /// Waves: the shear speed (elastic).
     pub(crate) vs: Option<Raw>,
+    /// Waves: a velocity model file (SPECFEM's ASCII tomography format) giving rho, vp and
+    /// vs, relative to the problem file's directory.
+    pub(crate) model: Option<Spanned<String>>,
 }
 
 /// `[[boundary]]`: a boundary group and its condition.

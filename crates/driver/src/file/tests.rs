@@ -138,3 +138,25 @@ fn missing_pieces_are_explained() {
     let (_, _, msg) = error_of(text);
     assert!(msg.contains("expected 2 values"), "{msg}");
 }
+
+#[test]
+fn wave_material_keys_are_refused_in_solves() {
+    let (line, col, msg) = error_of(&poisson(
+        "\n[[material]]\nregion = \"all\"\nkappa = 1\nmodel = \"vp.xyz\"\n\
+         [[boundary]]\nregion = \"xmin\"\ndirichlet = 0\n",
+    ));
+    assert_eq!((line, col), (11, 9), "{msg}");
+    assert!(
+        msg.contains("model (a velocity model file) is for wave problems"),
+        "{msg}"
+    );
+    let (line, _, msg) = error_of(&poisson(
+        "\n[[material]]\nregion = \"all\"\nkappa = 1\nvp = 1500\n\
+         [[boundary]]\nregion = \"xmin\"\ndirichlet = 0\n",
+    ));
+    assert_eq!(line, 11, "{msg}");
+    assert!(
+        msg.contains("vp and vs are parameters of wave problems"),
+        "{msg}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Wave problems in a problem file (`kind = "acoustic"` or `"elastic"`): materials with
-//! `rho`, `vp` (and `vs`), boundaries `free`, `rigid` or `absorbing`, `[time]`,
-//! `[[source]]`, `[[receiver]]` and the wave outputs, checked with their place in the file.
+//! `rho`, `vp` (and `vs`) or a velocity model file, boundaries `free`, `rigid` or
+//! `absorbing`, `[time]`, `[[source]]`, `[[receiver]]` and the wave outputs, checked with
+//! their place in the file.
 //!
 //! ```toml
 //! [problem]
@@ -10,6 +11,11 @@
 //! region = "water"
 //! rho = 1000
 //! vp = 1500                      # numbers or expressions of x, y, z; elastic: vs too
+//!
+//! [[material]]
+//! region = "rock"
+//! model = "rock.xyz"             # instead of rho, vp, vs: a regular-grid velocity model
+//!                                # (SPECFEM's ASCII tomography file), relative to this file
 //!
 //! [[boundary]]
 //! region = "bottom"
@@ -47,7 +53,7 @@ use ferrofem_mesh::Mesh;
 use ferrofem_physics::Coef;
 use ferrofem_wave::{
     BoundaryCondition, BoundarySpec, Material, Medium, Receiver, RunLength, Source, SourceKind,
-    TimeSpec, WaveKind, WaveSetup, Wavelet, MAX_ORDER,
+    TimeSpec, VelocityModel, WaveKind, WaveSetup, Wavelet, MAX_ORDER,
 };
 use std::ops::Range;
 use std::sync::Arc;
@@ -74,14 +80,48 @@ pub struct WaveDefinition {
     pub outputs: WaveOutputs,
 }
 
-/// One `[[material]]` of a wave problem: its cells and coefficients.
+/// One `[[material]]` of a wave problem: its cells and where its values come from.
 struct WaveMaterial {
     region: RegionRef,
     span: Range<usize>,
     tag: Option<i32>,
-    rho: Coef,
-    vp: Coef,
-    vs: Coef,
+    values: WaveValues,
+}
+
+/// The values of a wave material.
+enum WaveValues {
+    /// Numbers or expressions of the position: `rho`, `vp`, `vs`.
+    Coefs(Box<[Coef; 3]>),
+    /// A velocity model file, with the place of its `model` key.
+    Model {
+        model: Arc<VelocityModel>,
+        span: Range<usize>,
+    },
+}
+
+impl WaveValues {
+    /// The material at `x` (`dim` coordinates used) for `kind`: acoustic waves take `vp`
+    /// and `rho` of a model and not its `vs`.
+    fn at(&self, kind: WaveKind, dim: usize, x: &[f64; 3]) -> Result<Material, String> {
+        match self {
+            WaveValues::Coefs(coefs) => {
+                let [rho, vp, vs] = &**coefs;
+                let v = &x[..dim];
+                Ok(Material {
+                    rho: rho.eval(v),
+                    vp: vp.eval(v),
+                    vs: vs.eval(v),
+                })
+            }
+            WaveValues::Model { model, .. } => {
+                let m = model.at(x).map_err(|e| e.to_string())?;
+                Ok(match kind {
+                    WaveKind::Acoustic => Material::fluid(m.rho, m.vp),
+                    WaveKind::Elastic => m,
+                })
+            }
+        }
+    }
 }
 
 impl ProblemFile {
@@ -134,6 +174,12 @@ impl ProblemFile {
                 .next()
             {
                 return Err(self.error(&raw.span(), "vp and vs are parameters of wave problems"));
+            }
+            if let Some(f) = &m.get_ref().model {
+                return Err(self.error(
+                    &f.span(),
+                    "model (a velocity model file) is for wave problems",
+                ));
             }
         }
         for b in &s.boundary {
@@ -402,19 +448,6 @@ impl ProblemFile {
                     ));
                 }
             }
-            let need = |raw: &Option<super::schema::Raw>, key: &str| match raw {
-                Some(r) => self.coef(r, &syms, &here(key)),
-                None => Err(self.error(&span, here(&format!("needs `{key}`")))),
-            };
-            let rho = need(&m.rho, "rho")?;
-            let vp = need(&m.vp, "vp")?;
-            let vs = match (def.kind, &m.vs) {
-                (WaveKind::Elastic, _) => need(&m.vs, "vs")?,
-                (WaveKind::Acoustic, Some(r)) => {
-                    return Err(self.error(&r.span(), here("`vs` is for elastic waves")))
-                }
-                (WaveKind::Acoustic, None) => Coef::Const(0.0),
-            };
             let tag = match &region {
                 RegionRef::All => None,
                 RegionRef::Tag(t) => Some(*t),
@@ -423,24 +456,75 @@ impl ProblemFile {
                         .ok_or_else(|| self.error(&span, self.unknown_region(mesh, dim, n)))?,
                 ),
             };
-            // constant materials are checked here, with their place in the file
-            if let (Some(r), Some(p), Some(s)) = (rho.constant(), vp.constant(), vs.constant()) {
-                let mat = Material {
-                    rho: r,
-                    vp: p,
-                    vs: s,
-                };
-                if let Some(why) = mat.check(def.kind) {
-                    return Err(self.error(&span, here(&why)));
+            let values = match &m.model {
+                Some(file) => {
+                    for (raw, key) in [(&m.rho, "rho"), (&m.vp, "vp"), (&m.vs, "vs")] {
+                        if let Some(r) = raw {
+                            return Err(self.error(
+                                &r.span(),
+                                here(&format!(
+                                    "`{key}` cannot be given with `model` (the model file gives \
+                                     rho, vp and vs)"
+                                )),
+                            ));
+                        }
+                    }
+                    let fspan = file.span();
+                    let model = VelocityModel::read(self.resolve_path(file.get_ref()))
+                        .map_err(|e| self.error(&fspan, here(&format!("model: {e}"))))?;
+                    if model.dim() != dim {
+                        return Err(self.error(
+                            &fspan,
+                            here(&format!(
+                                "model: {} is a {}-D velocity model; the mesh is {dim}-D",
+                                model.path().display(),
+                                model.dim()
+                            )),
+                        ));
+                    }
+                    WaveValues::Model {
+                        model: Arc::new(model),
+                        span: fspan,
+                    }
                 }
-            }
+                None => {
+                    let need = |raw: &Option<super::schema::Raw>, key: &str| match raw {
+                        Some(r) => self.coef(r, &syms, &here(key)),
+                        None => Err(self.error(
+                            &span,
+                            here(&format!("needs `{key}` (or a velocity `model` file)")),
+                        )),
+                    };
+                    let rho = need(&m.rho, "rho")?;
+                    let vp = need(&m.vp, "vp")?;
+                    let vs = match (def.kind, &m.vs) {
+                        (WaveKind::Elastic, _) => need(&m.vs, "vs")?,
+                        (WaveKind::Acoustic, Some(r)) => {
+                            return Err(self.error(&r.span(), here("`vs` is for elastic waves")))
+                        }
+                        (WaveKind::Acoustic, None) => Coef::Const(0.0),
+                    };
+                    // constant materials are checked here, with their place in the file
+                    if let (Some(r), Some(p), Some(s)) =
+                        (rho.constant(), vp.constant(), vs.constant())
+                    {
+                        let mat = Material {
+                            rho: r,
+                            vp: p,
+                            vs: s,
+                        };
+                        if let Some(why) = mat.check(def.kind) {
+                            return Err(self.error(&span, here(&why)));
+                        }
+                    }
+                    WaveValues::Coefs(Box::new([rho, vp, vs]))
+                }
+            };
             materials.push(WaveMaterial {
                 region,
                 span,
                 tag,
-                rho,
-                vp,
-                vs,
+                values,
             });
         }
         // every cell has a material: named regions first, then `all`
@@ -476,18 +560,49 @@ impl ProblemFile {
                 ));
             }
         }
-        let materials = Arc::new(materials);
-        Ok(Medium::Function(Arc::new(move |tag, x| {
-            let m = materials
+        // a velocity model covers its cells' vertices, checked here with the place of its
+        // key; the solver checks every GLL point (those of curved cells included)
+        let of_cell = |materials: &[WaveMaterial], tag: i32| -> Option<usize> {
+            materials
                 .iter()
-                .find(|m| m.tag == Some(tag))
-                .or_else(|| materials.iter().find(|m| m.tag.is_none()))?;
-            let v = &x[..dim];
-            Some(Material {
-                rho: m.rho.eval(v),
-                vp: m.vp.eval(v),
-                vs: m.vs.eval(v),
-            })
+                .position(|m| m.tag == Some(tag))
+                .or_else(|| materials.iter().position(|m| m.tag.is_none()))
+        };
+        if materials
+            .iter()
+            .any(|m| matches!(m.values, WaveValues::Model { .. }))
+        {
+            let tags = mesh.cell_tags();
+            for e in 0..mesh.num_cells() {
+                let tag = tags.get(e).copied().unwrap_or(0);
+                let Some(i) = of_cell(&materials, tag) else {
+                    continue;
+                };
+                let WaveValues::Model { model, span } = &materials[i].values else {
+                    continue;
+                };
+                for &v in mesh.cell(e) {
+                    let c = mesh.vertex(v as usize);
+                    let x: [f64; 3] = std::array::from_fn(|a| c.get(a).copied().unwrap_or(0.0));
+                    if let Err(err) = model.at(&x) {
+                        return Err(self.error(
+                            span,
+                            format!(
+                                "material `{}`: model: {err} (a vertex of element {e})",
+                                materials[i].region
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        let materials = Arc::new(materials);
+        let kind = def.kind;
+        Ok(Medium::Fallible(Arc::new(move |tag, x| {
+            match of_cell(&materials, tag) {
+                Some(i) => materials[i].values.at(kind, dim, x).map(Some),
+                None => Ok(None),
+            }
         })))
     }
 
