@@ -585,8 +585,9 @@ impl<T: Real> Simulation<T> {
                         }
                     }
                 } else {
-                    for i in 0..up.len() {
-                        up[i] = two * u[i] - up[i] - m[i] * ku[i];
+                    // iterators rather than indices: no bounds checks, so it vectorises
+                    for (((p, &u), &k), &m) in up.iter_mut().zip(u).zip(ku).zip(m) {
+                        *p = two * u - *p - m * k;
                     }
                 }
                 (kin, pot)

@@ -3,7 +3,7 @@
 //! kernels with the elements grouped into blocks whose colours share no node.
 
 use super::kernel::BatchSink;
-use super::lane_runs::{scatter_runs, LaneRuns};
+use super::lane_runs::{scatter_runs, BatchRuns, LaneRuns};
 use super::lanes::{Lane, LANES};
 use ferrofem_base::Real;
 use ferrofem_space::{ElemRestriction, TransposeMap};
@@ -189,18 +189,34 @@ impl<T: Real> DirectOut<'_, T> {
     /// Adds component `comp` of the results `r` of elements `elems[..count]`.
     #[inline(always)]
     pub(crate) fn add(&self, elems: &[usize; LANES], count: usize, comp: usize, r: &[Lane<T>]) {
-        let (nc, nn) = (self.ncomp, self.nodes);
-        if let Some(codes) = self.runs.batch(elems[0], count) {
-            let rows: [&[u32]; LANES] =
-                std::array::from_fn(|l| &self.offsets[elems[l] * nn..(elems[l] + 1) * nn]);
+        let nn = self.nodes;
+        let mut rows: [&[u32]; LANES] = [&[]; LANES];
+        for (row, &e) in rows.iter_mut().zip(elems) {
+            *row = &self.offsets[e * nn..(e + 1) * nn];
+        }
+        self.add_rows(&rows, self.runs.batch(elems[0], count), count, comp, r);
+    }
+
+    /// [`DirectOut::add`] with the lanes' restriction rows `rows` (of this sink's
+    /// restriction) and their run patterns `runs` (as [`LaneRuns::batch`] gives them).
+    #[inline(always)]
+    pub(crate) fn add_rows(
+        &self,
+        rows: &[&[u32]; LANES],
+        runs: Option<BatchRuns<'_>>,
+        count: usize,
+        comp: usize,
+        r: &[Lane<T>],
+    ) {
+        let nc = self.ncomp;
+        if let Some(runs) = runs {
             // SAFETY: in bounds and exclusive as in the scalar loop below; the codes were
-            // recorded from these rows, and a full batch's elements are `elems[0]..+LANES`.
-            unsafe { scatter_runs(codes, &rows, r, self.y) };
+            // recorded from these rows of a full batch with one component.
+            unsafe { scatter_runs(runs, rows, r, self.y) };
             return;
         }
-        for (l, &e) in elems.iter().enumerate().take(count) {
-            let idx = &self.offsets[e * nn..(e + 1) * nn];
-            for (&j, ri) in idx.iter().zip(r) {
+        for (l, row) in rows.iter().enumerate().take(count) {
+            for (&j, ri) in row.iter().zip(r) {
                 // SAFETY: in bounds, since the restriction's offsets are below its node
                 // count and `y` holds that many nodes (checked in `SharedSink::new`);
                 // exclusive, since the sink is only used for the blocks of one colour at a

@@ -109,7 +109,20 @@ pub fn lane_numbering(r: &ElemRestriction) -> Vec<u32> {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct LaneRuns {
     codes: Vec<u8>,
+    /// Per full batch: every node is a [`RUN`].
+    all_full: Vec<bool>,
     nodes: usize,
+}
+
+/// The run patterns of one batch's nodes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchRuns<'a> {
+    /// The pattern of each node.
+    pub codes: &'a [u8],
+    /// Every node is a [`RUN`] (the gather skips the pattern tests; the accumulation keeps
+    /// them: issued back to back, the read-modify-writes of a run and the run one node
+    /// later, which overlap, stall on each other's stores and made it slower).
+    pub all_full: bool,
 }
 
 impl LaneRuns {
@@ -143,18 +156,29 @@ impl LaneRuns {
         if codes.iter().all(|&c| c == SCATTERED) {
             return LaneRuns::default();
         }
-        LaneRuns { codes, nodes: nn }
+        let all_full = codes
+            .chunks_exact(nn.max(1))
+            .map(|cb| cb.iter().all(|&c| c == RUN))
+            .collect();
+        LaneRuns {
+            codes,
+            all_full,
+            nodes: nn,
+        }
     }
 
     /// The patterns of the batch starting at element `e0` with `count` elements, when it
     /// is a full batch with recorded patterns.
     #[inline(always)]
-    pub(crate) fn batch(&self, e0: usize, count: usize) -> Option<&[u8]> {
+    pub(crate) fn batch(&self, e0: usize, count: usize) -> Option<BatchRuns<'_>> {
         if count != LANES || e0 % LANES != 0 || self.codes.is_empty() {
             return None;
         }
         let b = e0 / LANES;
-        self.codes.get(b * self.nodes..(b + 1) * self.nodes)
+        Some(BatchRuns {
+            codes: self.codes.get(b * self.nodes..(b + 1) * self.nodes)?,
+            all_full: *self.all_full.get(b)?,
+        })
     }
 
     /// Fraction of the batch nodes whose lanes are all one run.
@@ -180,11 +204,19 @@ impl LaneRuns {
 /// Every `rows[l][i]` must be below `x.len()`, and `codes` must describe `rows`.
 #[inline(always)]
 pub(crate) unsafe fn gather_runs<T: Real>(
-    codes: &[u8],
+    runs: BatchRuns<'_>,
     rows: &[&[u32]; LANES],
     x: &[T],
     u: &mut [Lane<T>],
 ) {
+    if runs.all_full {
+        for (i, ui) in u.iter_mut().enumerate().take(runs.codes.len()) {
+            // SAFETY: a run's nodes are consecutive, from lane 0's, all in bounds.
+            *ui = unsafe { std::ptr::read_unaligned(x.as_ptr().add(rows[0][i] as usize).cast()) };
+        }
+        return;
+    }
+    let codes = runs.codes;
     for (i, (ui, &code)) in u.iter_mut().zip(codes).enumerate() {
         let at = |l: usize| rows[l][i] as usize;
         // SAFETY (all arms): indices from `rows` are in bounds (caller's contract), and a
@@ -221,11 +253,12 @@ pub(crate) unsafe fn gather_runs<T: Real>(
 /// may touch those entries during the call, and `codes` must describe `rows`.
 #[inline(always)]
 pub(crate) unsafe fn scatter_runs<T: Real>(
-    codes: &[u8],
+    runs: BatchRuns<'_>,
     rows: &[&[u32]; LANES],
     r: &[Lane<T>],
     y: *mut T,
 ) {
+    let codes = runs.codes;
     for (i, (ri, &code)) in r.iter().zip(codes).enumerate() {
         let at = |l: usize| rows[l][i] as usize;
         // SAFETY (all arms): as the caller guarantees, and the runs' entries are nodes of
@@ -328,10 +361,43 @@ mod tests {
         }
     }
 
+    /// The gather and the accumulation of every full batch of `r` equal the scalar
+    /// formulas; `all_full` says whether every batch must be all runs.
+    fn check_gather_scatter(r: &ElemRestriction, all_full: bool) {
+        let nn = r.elem_size();
+        let runs = LaneRuns::new(r);
+        let x: Vec<f64> = (0..r.num_nodes()).map(|i| (i as f64 * 0.7).sin()).collect();
+        let mut y_runs = vec![0.0; r.num_nodes()];
+        let mut y_scalar = vec![0.0; r.num_nodes()];
+        for e0 in (0..r.num_elem()).step_by(LANES) {
+            let batch = runs.batch(e0, LANES).expect("full batch");
+            assert_eq!(batch.all_full, all_full);
+            let rows: [&[u32]; LANES] = std::array::from_fn(|l| r.elem(e0 + l));
+            let mut u = vec![[0.0; LANES]; nn];
+            // SAFETY: the restriction's offsets are below its node count.
+            unsafe { gather_runs(batch, &rows, &x, &mut u) };
+            for (i, ui) in u.iter().enumerate() {
+                for l in 0..LANES {
+                    assert_eq!(ui[l], x[rows[l][i] as usize]);
+                }
+            }
+            let contrib: Vec<Lane<f64>> = (0..nn)
+                .map(|i| std::array::from_fn(|l| (i * LANES + l + e0) as f64))
+                .collect();
+            // SAFETY: as above, single thread.
+            unsafe { scatter_runs(batch, &rows, &contrib, y_runs.as_mut_ptr()) };
+            for (i, ci) in contrib.iter().enumerate() {
+                for l in 0..LANES {
+                    y_scalar[rows[l][i] as usize] += ci[l];
+                }
+            }
+        }
+        assert_eq!(y_runs, y_scalar);
+    }
+
     #[test]
     fn gather_and_scatter_match_the_scalar_formulas() {
         // two batches of five-node elements, one node of each pattern
-        let nn = 5;
         let mut offsets = Vec::new();
         for b in 0..2u32 {
             for l in 0..LANES as u32 {
@@ -342,35 +408,21 @@ mod tests {
                 offsets.push(100 + (l * 5) % 8 + 8 * b); // SCATTERED
             }
         }
-        let r = ElemRestriction::new(nn, 1, 200, offsets);
+        let r = ElemRestriction::new(5, 1, 200, offsets);
         let runs = LaneRuns::new(&r);
-        let x: Vec<f64> = (0..r.num_nodes()).map(|i| (i as f64 * 0.7).sin()).collect();
-        let mut y_runs = vec![0.0; r.num_nodes()];
-        let mut y_scalar = vec![0.0; r.num_nodes()];
-        for e0 in (0..r.num_elem()).step_by(LANES) {
-            let codes = runs.batch(e0, LANES).expect("full batch");
+        for e0 in [0, LANES] {
+            let codes = runs.batch(e0, LANES).expect("full batch").codes;
             assert_eq!(codes, &[RUN_HIGH, RUN, RUN, RUN_LOW, SCATTERED]);
-            let rows: [&[u32]; LANES] = std::array::from_fn(|l| r.elem(e0 + l));
-            let mut u = vec![[0.0; LANES]; nn];
-            // SAFETY: the restriction's offsets are below its node count.
-            unsafe { gather_runs(codes, &rows, &x, &mut u) };
-            for (i, ui) in u.iter().enumerate() {
-                for l in 0..LANES {
-                    assert_eq!(ui[l], x[rows[l][i] as usize]);
-                }
-            }
-            let contrib: Vec<Lane<f64>> = (0..nn)
-                .map(|i| std::array::from_fn(|l| (i * LANES + l + e0) as f64))
-                .collect();
-            // SAFETY: as above, single thread.
-            unsafe { scatter_runs(codes, &rows, &contrib, y_runs.as_mut_ptr()) };
-            for (i, ci) in contrib.iter().enumerate() {
-                for l in 0..LANES {
-                    y_scalar[rows[l][i] as usize] += ci[l];
-                }
+        }
+        check_gather_scatter(&r, false);
+        // batches whose nodes are all runs (overlapping ones included) take the fast path
+        let mut offsets = Vec::new();
+        for b in 0..3u32 {
+            for l in 0..LANES as u32 {
+                offsets.extend([b * 8 + l, b * 8 + l + 1, 50 + b * 8 + l]);
             }
         }
-        assert_eq!(y_runs, y_scalar);
+        check_gather_scatter(&ElemRestriction::new(3, 1, 80, offsets), true);
     }
 
     #[test]
