@@ -184,7 +184,18 @@ enum Out<'s, T> {
     Sink(&'s mut dyn BatchSink<T>),
 }
 
-impl<T: Real> Out<'_, T> {
+impl<'s, T: Real> Out<'s, T> {
+    /// The sink's L-vector when it has one (the kernels add into it themselves), else the
+    /// sink.
+    #[inline(always)]
+    fn of(sink: &'s mut dyn BatchSink<T>) -> Out<'s, T> {
+        if sink.direct().is_some() {
+            Out::Direct(sink.direct().expect("checked just before"))
+        } else {
+            Out::Sink(sink)
+        }
+    }
+
     /// Hands over component `comp` of the results `r` of batch `b`.
     #[inline(always)]
     fn put(&mut self, b: &BatchNodes<'_>, comp: usize, r: &[Lane<T>]) {
@@ -394,7 +405,6 @@ fn batch_qdata<'s, T: Real, const FMA: bool>(
                     dst[l] = v;
                 }
             }
-
             lane_factors::<T, FMA>(dim, nq, vd, k.dphi, k.w, geo.has_metric, geo.has_mass, sgeo);
             sgeo
         }
@@ -445,11 +455,7 @@ fn apply_range<T: Real, P: TensorPhysics<T> + ?Sized, const FMA: bool, const K: 
     let nf = geo.num_factors();
     let (uses_v, uses_g) = (k.uses_value, k.uses_gradient);
     assert!(x.len() >= k.num_nodes * nc, "input shorter than the space");
-    let mut sink = if sink.direct().is_some() {
-        Out::Direct(sink.direct().expect("checked just before"))
-    } else {
-        Out::Sink(sink)
-    };
+    let mut sink = Out::of(sink);
     let mut e0 = range.start;
     let mut per = [zero::<T>(); MAX_COMPACT];
     while e0 < range.end {
@@ -638,11 +644,7 @@ fn apply_colloc2<
     assert_eq!(k.ncomp, NC, "the instance's components");
     assert!(x.len() >= k.num_nodes * NC, "input shorter than the space");
     let d: [[T; N]; N] = std::array::from_fn(|i| std::array::from_fn(|b| k.d[i * N + b]));
-    let mut sink = if sink.direct().is_some() {
-        Out::Direct(sink.direct().expect("checked just before"))
-    } else {
-        Out::Sink(sink)
-    };
+    let mut sink = Out::of(sink);
     let mut e0 = range.start;
     let mut per = [zero::<T>(); MAX_COMPACT];
     while e0 < range.end {
