@@ -16,7 +16,8 @@ use ferrofem_driver::{select, Backend, BackendArg, Precision};
 use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::{generate_box, read_gmsh, BoxSpec, CellType, Mesh};
 use ferrofem_operator::tensor::{
-    measure_copy_bandwidth, FactorLayout, Model, TensorKind, TensorOperator, TensorOptions,
+    lane_numbering, measure_copy_bandwidth, FactorLayout, Model, TensorKind, TensorOperator,
+    TensorOptions,
 };
 use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
 use ferrofem_space::H1Space;
@@ -415,7 +416,10 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
             Backend::Cpu { .. } => {
                 let cells = cells_of(&a, p, None, coarse.as_ref());
                 let case = make_case(&a, p, cells, None, coarse.as_ref())?;
-                let space = case.natural.interior_last();
+                // numbered for the kernels' batches, as the GPU kernels get theirs
+                let space = case
+                    .natural
+                    .renumbered(&lane_numbering(case.natural.restriction()));
                 let mut out = Vec::new();
                 for &geo in &geos {
                     out.push(match a.precision {

@@ -4,7 +4,7 @@
 
 use super::kernel::BatchSink;
 use super::lane_runs::{scatter_runs, BatchRuns, LaneRuns};
-use super::lanes::{Lane, LANES};
+use super::lanes::{lanes_are_the_vector, Lane, LANES};
 use ferrofem_base::Real;
 use ferrofem_space::{ElemRestriction, TransposeMap};
 use rayon::prelude::*;
@@ -106,6 +106,7 @@ impl<T: Real> BatchSink<T> for EVecSink<'_, T> {
             let start = ((e - self.base) * self.ncomp + comp) * self.nodes;
             let dst = &mut self.evec[start..start + self.nodes];
             for (d, ri) in dst.iter_mut().zip(r) {
+                lanes_are_the_vector();
                 *d = ri[l];
             }
         }
@@ -217,6 +218,7 @@ impl<T: Real> DirectOut<'_, T> {
         }
         for (l, row) in rows.iter().enumerate().take(count) {
             for (&j, ri) in row.iter().zip(r) {
+                lanes_are_the_vector();
                 // SAFETY: in bounds, since the restriction's offsets are below its node
                 // count and `y` holds that many nodes (checked in `SharedSink::new`);
                 // exclusive, since the sink is only used for the blocks of one colour at a

@@ -2,7 +2,7 @@
 //! (BP1; collocated, the lumped SEM mass), diffusion with a coefficient (BP3/BP3.5; with
 //! `1/ρ`, the acoustic stiffness) and isotropic linear elasticity (the elastic stiffness).
 
-use super::lanes::{madd, zero, Lane, LANES};
+use super::lanes::{lanes_are_the_vector, madd, zero, Lane, LANES};
 use super::physics::{Coefficient, CompactData, PointBatch, PointGeometry, TensorPhysics};
 use ferrofem_base::Real;
 
@@ -242,6 +242,7 @@ impl<T: Real> Data<T> for Compact<'_, T> {
 #[inline(always)]
 fn scale<T: Real>(v: &mut [Lane<T>], data: impl Data<T>, datum: usize, s: T) {
     for (i, vi) in v.iter_mut().enumerate() {
+        lanes_are_the_vector();
         let (x, w) = (*vi, data.at(datum, i));
         let mut o = zero::<T>();
         for l in 0..LANES {
@@ -263,6 +264,7 @@ fn metric_times<T: Real, const FMA: bool>(
     if dim == 2 {
         let (g0, g1) = g[..2 * nq].split_at_mut(nq);
         for i in 0..nq {
+            lanes_are_the_vector();
             let (x, y) = (g0[i], g1[i]);
             let (a, b, c) = (f(0, i), f(1, i), f(2, i));
             let mut o0 = zero::<T>();
@@ -278,6 +280,7 @@ fn metric_times<T: Real, const FMA: bool>(
         let (g0, rest) = g[..3 * nq].split_at_mut(nq);
         let (g1, g2) = rest.split_at_mut(nq);
         for i in 0..nq {
+            lanes_are_the_vector();
             let (x, y, z) = (g0[i], g1[i], g2[i]);
             let (f00, f01, f02) = (f(0, i), f(1, i), f(2, i));
             let (f11, f12, f22) = (f(3, i), f(4, i), f(5, i));
@@ -323,6 +326,7 @@ fn elastic_points<T: Real, const D: usize, const FMA: bool>(
     let nd = D * D;
     let g = &mut g[..D * D * nq];
     for i in 0..nq {
+        lanes_are_the_vector();
         let a: [[Lane<T>; D]; D] =
             std::array::from_fn(|r| std::array::from_fn(|c| data.at(r * D + c, i)));
         let (wl, wm) = (data.at(nd, i), data.at(nd + 1, i));

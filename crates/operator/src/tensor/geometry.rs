@@ -2,7 +2,7 @@
 //! per element (in the layout the CPU and GPU kernels share, or in the CPU kernels' own
 //! interleaved one), or recomputed on the fly from the element's vertices.
 
-use super::lanes::{madd, Lane, LANES};
+use super::lanes::{lanes_are_the_vector, madd, Lane, LANES};
 use super::{PointGeometry, TensorBasis, TensorError};
 use ferrofem_base::Real;
 use ferrofem_geometry::{adjugate, GeometrySource};
@@ -556,6 +556,7 @@ pub(crate) fn lane_factors<T: Real, const FMA: bool>(
     let vd = &vd[..dim * nv1];
     let dphi = &dphi[..nq * dim * nv1];
     for i in 0..nq {
+        lanes_are_the_vector();
         let dp = &dphi[i * dim * nv1..(i + 1) * dim * nv1];
         let mut j = [[[T::zero(); LANES]; 3]; 3];
         for a in 0..dim {

@@ -12,7 +12,7 @@
 use super::accumulate::DirectOut;
 use super::geometry::lane_factors;
 use super::lane_runs::{gather_runs, BatchRuns, LaneRuns};
-use super::lanes::{contract, madd, zero, AlignedLanes, Lane, LANES};
+use super::lanes::{contract, lanes_are_the_vector, madd, zero, AlignedLanes, Lane, LANES};
 use super::{
     CompactData, Diffusion, Elastic, FactorLayout, Mass, PointBatch, TensorGeometry, TensorPhysics,
 };
@@ -248,6 +248,7 @@ impl<'o> BatchNodes<'o> {
             Some(runs) if nc == 1 => unsafe { gather_runs(runs, &self.rows, x, u) },
             _ => {
                 for (i, ui) in u.iter_mut().enumerate() {
+                    lanes_are_the_vector();
                     for l in 0..LANES {
                         let j = self.rows[l][i] as usize * nc + c;
                         // SAFETY: `j < num_nodes · nc <= x.len()` (offsets below
@@ -372,6 +373,7 @@ fn batch_qdata<'s, T: Real, const FMA: bool>(
             } else {
                 for (l, &e) in elems.iter().enumerate() {
                     for (c, pc) in per.iter_mut().enumerate() {
+                        lanes_are_the_vector();
                         pc[l] = cf.per_elem[(e / LANES) * nf + c][e % LANES];
                     }
                 }
@@ -386,6 +388,7 @@ fn batch_qdata<'s, T: Real, const FMA: bool>(
                 for (c, &pc) in per.iter().enumerate() {
                     let out = &mut sgeo[c * nq..(c + 1) * nq];
                     for (o, &sc) in out.iter_mut().zip(&cf.scale[c * nq..(c + 1) * nq]) {
+                        lanes_are_the_vector();
                         *o = scaled(pc, sc);
                     }
                 }
@@ -402,6 +405,7 @@ fn batch_qdata<'s, T: Real, const FMA: bool>(
             for (l, &e) in elems.iter().enumerate() {
                 let src = &geo.vertex_offsets[e * per..(e + 1) * per];
                 for (dst, &v) in vd.iter_mut().zip(src) {
+                    lanes_are_the_vector();
                     dst[l] = v;
                 }
             }
@@ -412,6 +416,7 @@ fn batch_qdata<'s, T: Real, const FMA: bool>(
             for (l, &e) in elems.iter().enumerate() {
                 let src = &geo.factors[e * nf * nq..(e + 1) * nf * nq];
                 for (dst, &v) in sgeo.iter_mut().zip(src) {
+                    lanes_are_the_vector();
                     dst[l] = v;
                 }
             }
@@ -425,6 +430,7 @@ fn batch_qdata<'s, T: Real, const FMA: bool>(
                 let (b, le) = (e / LANES, e % LANES);
                 let src = &geo.interleaved[b * nf * nq..(b + 1) * nf * nq];
                 for (dst, v) in sgeo.iter_mut().zip(src) {
+                    lanes_are_the_vector();
                     dst[l] = v[le];
                 }
             }
@@ -553,6 +559,7 @@ fn grad2<T: Real, const FMA: bool, const N: usize>(
 ) {
     for j in 0..N {
         for i in 0..N {
+            lanes_are_the_vector();
             let mut a0 = scaled(u[j][0], d[i][0]);
             let mut a1 = scaled(u[0][i], d[j][0]);
             for b in 1..N {
@@ -579,6 +586,7 @@ fn grad2_t<T: Real, const FMA: bool, const N: usize>(
 ) {
     for j in 0..N {
         for i in 0..N {
+            lanes_are_the_vector();
             let mut acc = base.map_or_else(zero, |b| b[j][i]);
             for a in 0..N {
                 let x0 = g[0][j][a];
@@ -620,9 +628,7 @@ fn gradient_pair<T, const N: usize>(g: &mut [Lane<T>], c: usize) -> &mut [[[Lane
 /// physics, transposed gradient and accumulation run without loop bookkeeping and mostly
 /// in registers. The results equal [`apply_range`]'s (the same sums, in the same order
 /// of the terms within each contraction). Faster than [`apply_range`] at orders 2 and 3
-/// (5–10 % of the wave step, `f32`, Zen 5), equal at 4. Its built-in instances are the
-/// AVX2 ones even where AVX-512 is available: compiled for AVX-512, the compiler turns
-/// its loops over points into masked gathers and scatters, four times slower.
+/// (5–10 % of the wave step, `f32`, Zen 5), equal at 4.
 #[inline(always)]
 fn apply_colloc2<
     T: Real,
@@ -893,10 +899,12 @@ impl SimdLevel {
     }
 }
 
-/// The instance set that runs at `level` on this processor for scalar type `T`: the
-/// AVX-512 instances serve `f32` only, since for `f64` the compiler turns the lane loops
-/// into 512-bit gathers that made the kernels 1.5 to 2.4 times slower than the AVX2 ones
-/// (measured on Zen 5), while `f32` gains up to 18 %.
+/// The instance set that runs a physics of one's own at `level` on this processor for
+/// scalar type `T`: AVX-512 serves its `f32` kernels only. Its `apply` may loop over points
+/// in a way the compiler vectorises across points with gathers when it targets AVX-512
+/// (the built-in physics keep their loops scalar with [`lanes_are_the_vector`]); for `f64`
+/// that made kernels 1.5 to 2.4 times slower than the AVX2 ones (Zen 5), for `f32` the
+/// AVX-512 build still gained.
 pub(crate) fn simd_set<T: Real>(level: SimdLevel) -> SimdLevel {
     match level.supported() {
         SimdLevel::Avx512 if T::BYTES != 4 => SimdLevel::Avx2Fma,
@@ -906,7 +914,10 @@ pub(crate) fn simd_set<T: Real>(level: SimdLevel) -> SimdLevel {
 
 /// Defines, for one built-in physics, a non-generic selection function per scalar type:
 /// every kernel instance of that physics is compiled once, in this crate, rather than again
-/// in each crate that builds an operator. `gauss`/`colloc` say which shapes get const-size
+/// in each crate that builds an operator. The built-in instances run at the best level the
+/// processor has, AVX-512 included, in `f64` and `f32`: on Zen 5 the AVX-512 kernels were
+/// as fast as the AVX2 ones or faster, up to 1.9 times in the 3-D BP operators (`f64`) and
+/// 5 to 10 % in the 2-D wave step (`f32`). `gauss`/`colloc` say which shapes get const-size
 /// specialisations (orders 1..=8 at the default number of points); the others run the
 /// dynamic-size kernel.
 macro_rules! built_in_selection {
@@ -915,11 +926,7 @@ macro_rules! built_in_selection {
         pub(crate) fn $name(shape: u8, sizes: Sizes, level: SimdLevel) -> RangeFn<$T, $P> {
             #[cfg(target_arch = "x86_64")]
             {
-                let set = match simd_set::<$T>(level) {
-                    // see `apply_colloc2`: its AVX-512 build is the slower one
-                    SimdLevel::Avx512 if shape == COLLOC && sizes.dim == 2 => SimdLevel::Avx2Fma,
-                    set => set,
-                };
+                let set = level.supported();
                 $(
                     if set == SimdLevel::$lvl {
                         use $m::{run, run_dyn};
@@ -955,12 +962,11 @@ macro_rules! built_in_selection {
     };
 }
 
-// The instance sets per scalar type follow `simd_set`: AVX-512 for `f32` only.
-built_in_selection!(mass_f64, Mass, f64, gauss: [INTERP], colloc: false, simd: [fma = Avx2Fma]);
+built_in_selection!(mass_f64, Mass, f64, gauss: [INTERP], colloc: false, simd: [avx512 = Avx512, fma = Avx2Fma]);
 built_in_selection!(mass_f32, Mass, f32, gauss: [INTERP], colloc: false, simd: [avx512 = Avx512, fma = Avx2Fma]);
-built_in_selection!(diffusion_f64, Diffusion, f64, gauss: [GAUSS], colloc: true, simd: [fma = Avx2Fma]);
+built_in_selection!(diffusion_f64, Diffusion, f64, gauss: [GAUSS], colloc: true, simd: [avx512 = Avx512, fma = Avx2Fma]);
 built_in_selection!(diffusion_f32, Diffusion, f32, gauss: [GAUSS], colloc: true, simd: [avx512 = Avx512, fma = Avx2Fma]);
-built_in_selection!(elastic_f64, Elastic, f64, gauss: [], colloc: true, simd: [fma = Avx2Fma]);
+built_in_selection!(elastic_f64, Elastic, f64, gauss: [], colloc: true, simd: [avx512 = Avx512, fma = Avx2Fma]);
 built_in_selection!(elastic_f32, Elastic, f32, gauss: [], colloc: true, simd: [avx512 = Avx512, fma = Avx2Fma]);
 
 /// The dynamic-size kernel of any physics (a physics of one's own).

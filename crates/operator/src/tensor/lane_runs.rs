@@ -10,7 +10,7 @@
 //! and node, which pattern holds; any other pattern keeps the scalar gather, so every mesh
 //! and numbering stays correct.
 
-use super::lanes::{Lane, LANES};
+use super::lanes::{lanes_are_the_vector, Lane, LANES};
 use ferrofem_base::Real;
 use ferrofem_space::ElemRestriction;
 
@@ -218,6 +218,7 @@ pub(crate) unsafe fn gather_runs<T: Real>(
     }
     let codes = runs.codes;
     for (i, (ui, &code)) in u.iter_mut().zip(codes).enumerate() {
+        lanes_are_the_vector();
         let at = |l: usize| rows[l][i] as usize;
         // SAFETY (all arms): indices from `rows` are in bounds (caller's contract), and a
         // run's consecutive nodes lie between two of them.
@@ -260,6 +261,7 @@ pub(crate) unsafe fn scatter_runs<T: Real>(
 ) {
     let codes = runs.codes;
     for (i, (ri, &code)) in r.iter().zip(codes).enumerate() {
+        lanes_are_the_vector();
         let at = |l: usize| rows[l][i] as usize;
         // SAFETY (all arms): as the caller guarantees, and the runs' entries are nodes of
         // the batch.
