@@ -3,7 +3,7 @@
 //! kernels with the elements grouped into blocks whose colours share no node.
 
 use super::kernel::BatchSink;
-use super::lane_runs::{scatter_runs, BatchRuns, LaneRuns};
+use super::lane_runs::{scatter_rows_folded, scatter_runs, BatchRuns, LaneRuns};
 use super::lanes::{lanes_are_the_vector, Lane, LANES};
 use ferrofem_base::Real;
 use ferrofem_space::{ElemRestriction, TransposeMap};
@@ -196,6 +196,17 @@ impl<T: Real> DirectOut<'_, T> {
             *row = &self.offsets[e * nn..(e + 1) * nn];
         }
         self.add_rows(&rows, self.runs.batch(elems[0], count), count, comp, r);
+    }
+
+    /// Adds the results `r` of a full batch of the 2-D collocated kernel (one component,
+    /// `N × N` nodes) whose nodes are all full runs, lane 0's restriction row `row0`
+    /// ([`scatter_rows_folded`]).
+    #[inline(always)]
+    pub(crate) fn add_runs_folded<const N: usize>(&self, row0: &[u32], r: &[[Lane<T>; N]; N]) {
+        assert_eq!(self.ncomp, 1, "runs are recorded for one component");
+        // SAFETY: in bounds and exclusive as in `add_rows`; the caller hands a batch whose
+        // nodes are all full runs.
+        unsafe { scatter_rows_folded(row0, r, self.y) };
     }
 
     /// [`DirectOut::add`] with the lanes' restriction rows `rows` (of this sink's

@@ -697,7 +697,12 @@ fn apply_colloc2<
                 (true, false) => *r = *u,
                 (false, false) => *r = [[zero(); N]; N],
             }
-            sink.put(&bn, c, &s.r[..nq]);
+            match (&sink, bn.runs) {
+                (Out::Direct(d), Some(runs)) if NC == 1 && runs.all_full => {
+                    d.add_runs_folded::<N>(bn.rows[0], r)
+                }
+                _ => sink.put(&bn, c, &s.r[..nq]),
+            }
         }
         e0 += bn.count;
     }

@@ -286,6 +286,50 @@ pub(crate) unsafe fn scatter_runs<T: Real>(
     }
 }
 
+/// [`scatter_runs`] for a batch of a 2-D collocated kernel (`N × N` nodes, `r[j][i]`) whose
+/// nodes are all full runs, given lane 0's row `row0` (node `i` of lane `l` is `row0[i] +
+/// l`). Where the last node of a row `j` is its first node's run moved by one (neighbouring
+/// elements share it: `lane_numbering` makes it so on a row of elements), the two runs are
+/// added in registers first and written with one read-modify-write of [`LANES`] values and
+/// one of a single value: issued back to back, two overlapping read-modify-writes make the
+/// second read wait until the first write has left the store buffer. The sums are the same
+/// as [`scatter_runs`]' up to the association of the two runs' terms.
+///
+/// # Safety
+/// As for [`scatter_runs`], with every node of the batch a full run.
+#[inline(always)]
+pub(crate) unsafe fn scatter_rows_folded<T: Real, const N: usize>(
+    row0: &[u32],
+    r: &[[Lane<T>; N]; N],
+    y: *mut T,
+) {
+    let row0 = &row0[..N * N];
+    for (j, rj) in r.iter().enumerate() {
+        lanes_are_the_vector();
+        let (first, last) = (row0[j * N] as usize, row0[j * N + N - 1] as usize);
+        // SAFETY (both arms): every run lies in `y` and is exclusive (the caller's
+        // contract); when folded, the last run's nodes are `first + 1 ..= first + LANES`.
+        unsafe {
+            if N > 1 && last == first + 1 {
+                let (r0, rl) = (&rj[0], &rj[N - 1]);
+                let mut v = *r0;
+                for l in 1..LANES {
+                    v[l] += rl[l - 1];
+                }
+                add_run(y.add(first), &v);
+                for i in 1..N - 1 {
+                    add_run(y.add(row0[j * N + i] as usize), &rj[i]);
+                }
+                *y.add(first + LANES) += rl[LANES - 1];
+            } else {
+                for (i, ri) in rj.iter().enumerate() {
+                    add_run(y.add(row0[j * N + i] as usize), ri);
+                }
+            }
+        }
+    }
+}
+
 /// `y[0..LANES] += v` through a local copy, so that it compiles to vector loads and stores.
 ///
 /// # Safety
@@ -425,6 +469,46 @@ mod tests {
             }
         }
         check_gather_scatter(&ElemRestriction::new(3, 1, 80, offsets), true);
+    }
+
+    /// The folded accumulation of a lane-numbered grid of order `N - 1` equals the runs'
+    /// (integer contributions, so that the association of the sums does not matter), and it
+    /// folds the rows whose first and last runs overlap.
+    fn check_folded<const N: usize>() {
+        let natural = grid(16, 3, N - 1);
+        let r = renumber(&natural, &lane_numbering(&natural));
+        let runs = LaneRuns::new(&r);
+        let mut y_runs = vec![0.0f64; r.num_nodes()];
+        let mut y_folded = vec![0.0f64; r.num_nodes()];
+        let mut folded_rows = 0;
+        for e0 in (0..r.num_elem()).step_by(LANES) {
+            let batch = runs.batch(e0, LANES).expect("full batch");
+            assert!(batch.all_full);
+            let rows: [&[u32]; LANES] = std::array::from_fn(|l| r.elem(e0 + l));
+            let contrib: [[Lane<f64>; N]; N] = std::array::from_fn(|j| {
+                std::array::from_fn(|i| {
+                    std::array::from_fn(|l| ((j * N + i) * LANES + l + e0) as f64)
+                })
+            });
+            let flat: Vec<Lane<f64>> = contrib.iter().flatten().copied().collect();
+            // SAFETY: the restriction's offsets are below its node count, single thread.
+            unsafe {
+                scatter_runs(batch, &rows, &flat, y_runs.as_mut_ptr());
+                scatter_rows_folded(rows[0], &contrib, y_folded.as_mut_ptr());
+            }
+            folded_rows += (0..N)
+                .filter(|&j| rows[0][j * N + N - 1] == rows[0][j * N] + 1)
+                .count();
+        }
+        assert_eq!(y_folded, y_runs, "order {}", N - 1);
+        assert!(folded_rows > 0, "order {}", N - 1);
+    }
+
+    #[test]
+    fn folded_rows_add_what_the_runs_add() {
+        check_folded::<2>();
+        check_folded::<3>();
+        check_folded::<5>();
     }
 
     #[test]
