@@ -60,7 +60,7 @@ impl<T: Real> std::ops::DerefMut for AlignedLanes<T> {
 /// LLVM's loop vectorizer off that loop, so that the lanes (one element each) stay the
 /// vector direction; each lane loop still becomes vector instructions. Without it the
 /// AVX-512 instances vectorise such loops across points instead, reading one value of each
-/// lane array per gather instruction: the 3-D `f64` kernels ran 1.3 to 2.5 times slower
+/// lane array per gather instruction: the 3-D `f64` kernels ran 1.2 to 2.6 times slower
 /// than with it (Zen 5). An empty `asm!` reads and writes nothing, but the vectorizer does
 /// not vectorise a loop that holds one.
 #[inline(always)]
