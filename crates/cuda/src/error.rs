@@ -1,6 +1,7 @@
 //! Errors of the GPU backend.
 
 use cudarc::driver::DriverError;
+use ferrofem_base::memory::human_bytes;
 
 /// Everything the GPU backend can fail with, distinguished so that callers (and the CLI's
 /// `--backend auto`) can tell "no GPU here" from "the GPU failed".
@@ -29,6 +30,16 @@ pub enum GpuError {
         bytes: usize,
         /// What was being allocated.
         what: String,
+    },
+    /// A problem does not fit in the device's free memory (checked before allocating).
+    #[error("{what} needs {} of GPU memory; the device has {} free", human_bytes(*needed as u64), human_bytes(*available as u64))]
+    DoesNotFit {
+        /// What was to be set up.
+        what: String,
+        /// Bytes it needs.
+        needed: usize,
+        /// Bytes free on the device.
+        available: usize,
     },
     /// A kernel failed to compile.
     #[error("kernel '{name}' failed to compile with options {options:?}:\n{log}")]

@@ -20,6 +20,7 @@ pub mod residual;
 pub mod sources;
 mod timing;
 mod vector;
+pub mod wave;
 
 pub use device::{device_count, GpuDevice};
 pub use error::GpuError;

@@ -31,6 +31,11 @@ pub const BP_DIAG: &str = include_str!("../kernels/bp_diag.cu");
 /// transposition of Knepley, Rupp & Terrel 2016, and the two baselines).
 pub const RESIDUAL: &str = include_str!("../kernels/residual.cu");
 
+/// The spectral-element wave step: the collocated stiffness with acoustic or elastic
+/// physics fused with the leapfrog update of element-interior nodes, the skeleton's update,
+/// absorbing nodes, sources and receivers (see the file's header and `wave/`).
+pub const WAVE: &str = include_str!("../kernels/wave.cu");
+
 /// Concatenates the prelude and a kernel source.
 pub fn with_prelude(src: &str) -> String {
     let mut s = String::with_capacity(PRELUDE.len() + src.len() + 1);

@@ -8,7 +8,8 @@
 //!   ([`falls_back`]), whether found when the device is opened ([`select`]) or when the
 //!   first kernel is compiled;
 //! - the case has no GPU path ([`PipelineError::NoGpuPath`]: a solver, cell type, problem
-//!   or coefficient the GPU solve does not cover).
+//!   or coefficient the GPU solve does not cover), or does not fit in the device's free
+//!   memory (`GpuError::DoesNotFit`, checked before anything is allocated).
 //!
 //! Every other GPU failure (a kernel that does not compile, the device out of memory, a
 //! failed launch or driver call) is an error, with its kind: running on the CPU instead
@@ -124,7 +125,8 @@ pub fn fallback_reason(e: &PipelineError) -> Option<String> {
 
 /// Whether the GPU error `e` means that `--backend auto` should run on the CPU: no GPU is
 /// usable (no CUDA driver, no device, no NVRTC), or a kernel refuses this input
-/// (`Unsupported`: the case has no GPU path). A kernel that fails to compile, the device
+/// (`Unsupported`: the case has no GPU path) or does not fit its free memory (`DoesNotFit`,
+/// found before allocating). A kernel that fails to compile, the device
 /// out of memory, a failed launch and any other driver failure are not: they are errors of
 /// a usable GPU, reported with their kind.
 #[cfg(feature = "cuda")]
@@ -134,7 +136,8 @@ pub fn falls_back(e: &ferrofem_cuda::GpuError) -> bool {
         GpuError::NoDriver
         | GpuError::NoDevice { .. }
         | GpuError::NoNvrtc
-        | GpuError::Unsupported(_) => true,
+        | GpuError::Unsupported(_)
+        | GpuError::DoesNotFit { .. } => true,
         // a driver that is present but sees no device reports it when it is initialised
         GpuError::Driver { source, .. } => {
             source.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE
@@ -238,6 +241,14 @@ mod tests {
                 DriverError(CUresult::CUDA_ERROR_NO_DEVICE),
             );
             assert!(falls_back(&none));
+            let e = GpuError::DoesNotFit {
+                what: "the elastic wave simulation".into(),
+                needed: 3 << 30,
+                available: 1 << 30,
+            };
+            assert!(falls_back(&e));
+            let why = fallback_reason(&PipelineError::from(e)).expect("a reason");
+            assert!(why.contains("needs 3") && why.contains("free"), "{why}");
             let e = GpuError::Unsupported("BP kernels on simplices".into());
             assert!(falls_back(&e));
             let why = fallback_reason(&PipelineError::from(e)).expect("a reason");

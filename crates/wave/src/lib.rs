@@ -28,7 +28,10 @@ pub use boundary::{setup_boundaries, BoundaryCondition, BoundarySetup, BoundaryS
 pub use error::WaveError;
 pub use medium::{Material, Medium, Region};
 pub use points::{Receiver, Source, SourceKind};
-pub use simulation::{Progress, RunLength, Simulation, TimeSpec, WaveSetup, MAX_ORDER};
+pub use simulation::{
+    blow_up_error, AbsorbingNode, BlowUpWatch, Progress, ReceiverStencil, RunLength, Simulation,
+    SourceLoad, TimeSpec, WaveSetup, MAX_ORDER,
+};
 pub use velocity_model::{VelocityModel, VelocityModelError, GRID_TOLERANCE, OUTSIDE_TOLERANCE};
 pub use wavelet::Wavelet;
 

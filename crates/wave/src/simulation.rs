@@ -157,25 +157,126 @@ pub struct Simulation<T: Real> {
     step: usize,
     stable: StableStep,
     source_end: f64,
+    watch: BlowUpWatch,
     check_every: usize,
     u_prev: Vec<T>,
     u: Vec<T>,
     ku: Vec<T>,
     energy: f64,
-    energy_after_sources: Option<f64>,
     body_force: Option<(BodyForce, Vec<f64>)>,
     held: Vec<bool>,
 }
 
 /// One absorbing node: its dofs' update `u⁺ = A₊⁻¹ (2 m u − A₋ u⁻ − dt² r)` with the
-/// `ncomp × ncomp` matrices `A± = m I ± dt/2 C`.
+/// `ncomp × ncomp` matrices `A± = m I ± dt/2 C` (row-major in the first `ncomp²` entries)
+/// and `r = K u − F`.
 #[derive(Clone, Debug)]
-struct AbsorbingNode {
-    node: u32,
-    mass: f64,
-    damping: [f64; 9],
-    plus_inv: [f64; 9],
-    minus: [f64; 9],
+pub struct AbsorbingNode {
+    /// The node (its dofs are `node · ncomp + c`).
+    pub node: u32,
+    /// The lumped mass of each of its dofs.
+    pub mass: f64,
+    /// The lumped damping `C`.
+    pub damping: [f64; 9],
+    /// `A₊⁻¹`.
+    pub plus_inv: [f64; 9],
+    /// `A₋`.
+    pub minus: [f64; 9],
+}
+
+/// A source's load on the dofs at time `t`: `F[dofs[i]] += weights[i] · wavelet(t)`.
+#[derive(Clone, Copy, Debug)]
+pub struct SourceLoad<'a> {
+    /// The dofs it loads.
+    pub dofs: &'a [u32],
+    /// Their weights.
+    pub weights: &'a [f64],
+    /// Its time function.
+    pub wavelet: &'a crate::Wavelet,
+}
+
+/// How a receiver samples the field: `Σ values[i] · u[nodes[i] · ncomp + c]` for component `c`.
+#[derive(Clone, Copy, Debug)]
+pub struct ReceiverStencil<'a> {
+    /// The nodes of the element holding the receiver.
+    pub nodes: &'a [u32],
+    /// The basis values at the receiver.
+    pub values: &'a [f64],
+}
+
+/// The blow-up rule of the time loop, shared by every backend: a non-finite energy, or
+/// energy growth by more than 2× after the last source has stopped.
+#[derive(Clone, Copy, Debug)]
+pub struct BlowUpWatch {
+    source_end: f64,
+    energy_after_sources: Option<f64>,
+}
+
+impl BlowUpWatch {
+    /// A watch for sources that act until `source_end` (s; infinite for a body force).
+    pub fn new(source_end: f64) -> BlowUpWatch {
+        BlowUpWatch {
+            source_end,
+            energy_after_sources: None,
+        }
+    }
+
+    /// Checks the energy `e` at `time`: what went wrong, if anything.
+    pub fn check(&mut self, e: f64, time: f64) -> Option<String> {
+        if !e.is_finite() {
+            return Some(format!("the energy is {e}"));
+        }
+        if time <= self.source_end {
+            return None;
+        }
+        match self.energy_after_sources {
+            None => {
+                self.energy_after_sources = Some(e);
+                None
+            }
+            Some(e0) if e > 2.0 * e0 && e > 0.0 => Some(format!(
+                "the energy grew from {e0:e} to {e:e} after the sources stopped"
+            )),
+            Some(_) => None,
+        }
+    }
+}
+
+/// The blow-up error for field `u` (an L-vector of `space`) at `step` and `time`: names
+/// the node (and its position) with the largest value.
+pub fn blow_up_error<T: Real>(
+    space: &H1Space,
+    u: &[T],
+    step: usize,
+    time: f64,
+    what: String,
+) -> WaveError {
+    let nc = space.ncomp();
+    let (dof, _) =
+        u.iter()
+            .enumerate()
+            .map(|(i, v)| (i, v.as_f64()))
+            .fold((0, -1.0), |(bi, bv), (i, v)| {
+                let a = if v.is_finite() {
+                    v.abs()
+                } else {
+                    f64::INFINITY
+                };
+                if a > bv {
+                    (i, a)
+                } else {
+                    (bi, bv)
+                }
+            });
+    let node = dof / nc;
+    let c = space.node_coord(node);
+    WaveError::BlowUp {
+        step,
+        time,
+        what,
+        node,
+        x: std::array::from_fn(|a| c.get(a).copied().unwrap_or(0.0)),
+    }
 }
 
 /// `(A₊⁻¹, A₋)` with `A± = m I ± dt/2 C` for an `nc × nc` damping `c`.
@@ -394,12 +495,12 @@ impl<T: Real> Simulation<T> {
             step: 0,
             stable,
             source_end,
+            watch: BlowUpWatch::new(source_end),
             check_every,
             u_prev: vec![T::zero(); n],
             u: vec![T::zero(); n],
             ku: vec![T::zero(); n],
             energy: 0.0,
-            energy_after_sources: None,
             body_force,
             held,
         };
@@ -473,6 +574,44 @@ impl<T: Real> Simulation<T> {
         let ns = self.steps + 1;
         let nc = self.components();
         &self.seismograms[(r * nc + c) * ns..(r * nc + c + 1) * ns]
+    }
+
+    /// The field one step back (an L-vector of [`space`](Self::space)).
+    pub fn previous_field(&self) -> &[T] {
+        &self.u_prev
+    }
+    /// `dt² M⁻¹` per dof, zero on dofs held at zero by the boundary conditions: the
+    /// update away from absorbing nodes is `u⁺ = 2u − u⁻ − step_scale · (K u − F)`.
+    pub fn step_scale(&self) -> &[T] {
+        &self.dt2_minv
+    }
+    /// The absorbing nodes and their damped updates (which replace the plain update there).
+    pub fn absorbing_nodes(&self) -> &[AbsorbingNode] {
+        &self.absorbing
+    }
+    /// The sources as loads on the dofs.
+    pub fn source_loads(&self) -> impl Iterator<Item = SourceLoad<'_>> {
+        self.sources.iter().map(|s| SourceLoad {
+            dofs: &s.dofs,
+            weights: &s.weights,
+            wavelet: &s.wavelet,
+        })
+    }
+    /// How each receiver samples the field, in receiver order.
+    pub fn receiver_stencils(&self) -> impl Iterator<Item = ReceiverStencil<'_>> {
+        self.receiver_stencils.iter().map(|s| ReceiverStencil {
+            nodes: &s.nodes,
+            values: &s.values,
+        })
+    }
+    /// The time (s) after which no source acts (infinite with a body force): the start of
+    /// the blow-up rule's growth check ([`BlowUpWatch`]).
+    pub fn source_end(&self) -> f64 {
+        self.source_end
+    }
+    /// Whether a distributed body force is set ([`WaveSetup::body_force`]).
+    pub fn has_body_force(&self) -> bool {
+        self.body_force.is_some()
     }
 
     /// Sets the initial state before the first step: the fields at `t = −dt` and `t = 0`
@@ -681,54 +820,11 @@ impl<T: Real> Simulation<T> {
     }
 
     fn check_blow_up(&mut self) -> Result<(), WaveError> {
-        let e = self.energy;
         let time = self.time();
-        let what = if !e.is_finite() {
-            Some(format!("the energy is {e}"))
-        } else if time > self.source_end {
-            match self.energy_after_sources {
-                None => {
-                    self.energy_after_sources = Some(e);
-                    None
-                }
-                Some(e0) if e > 2.0 * e0 && e > 0.0 => Some(format!(
-                    "the energy grew from {e0:e} to {e:e} after the sources stopped"
-                )),
-                Some(_) => None,
-            }
-        } else {
-            None
-        };
-        let Some(what) = what else {
-            return Ok(());
-        };
-        let nc = self.components();
-        let (dof, _) = self
-            .u
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i, v.as_f64()))
-            .fold((0, -1.0), |(bi, bv), (i, v)| {
-                let a = if v.is_finite() {
-                    v.abs()
-                } else {
-                    f64::INFINITY
-                };
-                if a > bv {
-                    (i, a)
-                } else {
-                    (bi, bv)
-                }
-            });
-        let node = dof / nc;
-        let c = self.space.node_coord(node);
-        Err(WaveError::BlowUp {
-            step: self.step,
-            time,
-            what,
-            node,
-            x: std::array::from_fn(|a| c.get(a).copied().unwrap_or(0.0)),
-        })
+        match self.watch.check(self.energy, time) {
+            None => Ok(()),
+            Some(what) => Err(blow_up_error(&self.space, &self.u, self.step, time, what)),
+        }
     }
 }
 

@@ -1,11 +1,14 @@
 //! `ferrofem bench wave`: the spectral-element time step (stiffness action and leapfrog
 //! update) per element and step, with its byte and flop model and the copy bandwidth
-//! measured in the same process, on a uniform box of squares or cubes.
+//! measured in the same process, on a uniform box of squares or cubes, on the CPU or the
+//! GPU.
 
 use crate::error::CliError;
 use clap::{Args, ValueEnum};
 use ferrofem_base::{CellType, Real};
-use ferrofem_driver::Precision;
+#[cfg(feature = "cuda")]
+use ferrofem_driver::Backend;
+use ferrofem_driver::{select, BackendArg, Precision};
 use ferrofem_mesh::{generate_box, BoxSpec};
 use ferrofem_operator::tensor::measure_copy_bandwidth;
 use ferrofem_wave::{
@@ -46,9 +49,12 @@ pub struct WaveBenchArgs {
     /// Timed steps (after 5 warm-up steps).
     #[arg(long, default_value_t = 100)]
     steps: usize,
-    /// Threads (default: all).
+    /// Threads (default: all; the CPU backend).
     #[arg(long)]
     threads: Option<usize>,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
     /// Print one JSON record per order instead of the table.
     #[arg(long)]
     json: bool,
@@ -58,6 +64,7 @@ pub struct WaveBenchArgs {
 #[derive(Serialize)]
 struct Record {
     bench: &'static str,
+    backend: String,
     kind: &'static str,
     dim: usize,
     order: usize,
@@ -80,6 +87,14 @@ struct Record {
 
 /// Runs the benchmark.
 pub fn run(a: WaveBenchArgs) -> Result<(), CliError> {
+    let backend = select(a.backend).map_err(CliError::Pipeline)?;
+    #[cfg(feature = "cuda")]
+    if let Backend::Cuda(dev) = &backend {
+        return run_gpu(&a, dev);
+    }
+    if let Some(note) = backend.fallback_note() {
+        eprintln!("{note}");
+    }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads).max(1);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -107,35 +122,42 @@ fn run_in_pool(a: &WaveBenchArgs, threads: usize) -> Result<(), CliError> {
             a.dim,
             a.precision.name()
         )?;
-        writeln!(
-            out,
-            " p  elements      dofs   s/elem/step  stiffness  GDOF*steps/s  model B/elem  GB/s  roof  GFLOP/s"
-        )?;
+        writeln!(out, "{HEADER}")?;
     }
     for &p in &a.order {
         let rec = match a.precision {
             Precision::F64 => measure::<f64>(a, p, threads, copy)?,
             Precision::F32 => measure::<f32>(a, p, threads, copy)?,
         };
-        if a.json {
-            serde_json::to_writer(&mut out, &rec)?;
-            writeln!(out)?;
-        } else {
-            writeln!(
-                out,
-                "{:2} {:9} {:9} {:13.3e} {:9.0}% {:13.3} {:13.0} {:5.1} {:4.0}% {:8.1}",
-                rec.order,
-                rec.elements,
-                rec.dofs,
-                rec.seconds_per_element_step,
-                100.0 * rec.stiffness_share,
-                rec.gdof_steps_per_s,
-                rec.model_bytes_per_step / rec.elements as f64,
-                rec.gbytes_per_s,
-                100.0 * rec.roofline_fraction,
-                rec.gflops_per_s
-            )?;
-        }
+        emit(&mut out, &rec, a.json)?;
+    }
+    Ok(())
+}
+
+/// The table's header.
+const HEADER: &str =
+    " p  elements      dofs  ns/elem/step  stiffness  GDOF*steps/s  model B/elem  GB/s  roof  GFLOP/s";
+
+/// One order's record as a JSON line or a table row.
+fn emit(out: &mut impl Write, rec: &Record, json: bool) -> Result<(), CliError> {
+    if json {
+        serde_json::to_writer(&mut *out, rec)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{:2} {:9} {:9} {:13.4} {:9.0}% {:13.3} {:13.0} {:5.0} {:4.0}% {:8.1}",
+            rec.order,
+            rec.elements,
+            rec.dofs,
+            1e9 * rec.seconds_per_element_step,
+            100.0 * rec.stiffness_share,
+            rec.gdof_steps_per_s,
+            rec.model_bytes_per_step / rec.elements as f64,
+            rec.gbytes_per_s,
+            100.0 * rec.roofline_fraction,
+            rec.gflops_per_s
+        )?;
     }
     Ok(())
 }
@@ -147,12 +169,13 @@ fn kind_name(k: KindArg) -> &'static str {
     }
 }
 
-fn measure<T: Real>(
+/// The benchmark's simulation at `order`: a uniform box of about `a.elements` elements,
+/// free boundaries, a smooth field everywhere (so that no step works on zeros or subnormal
+/// numbers), and its mesh.
+fn bench_simulation<T: Real>(
     a: &WaveBenchArgs,
     order: usize,
-    threads: usize,
-    copy: f64,
-) -> Result<Record, CliError> {
+) -> Result<(Simulation<T>, usize), CliError> {
     let d = a.dim as usize;
     let n = (a.elements.powf(1.0 / d as f64).round() as usize).max(1);
     let ct = if d == 2 {
@@ -183,7 +206,6 @@ fn measure<T: Real>(
     setup.check_every = a.steps + 5;
     let mut sim =
         Simulation::<T>::new(&mesh, &setup).map_err(ferrofem_driver::PipelineError::from)?;
-    // a smooth field everywhere, so that no step works on zeros or subnormal numbers
     let space = sim.space().clone();
     let nc = space.ncomp();
     let u0: Vec<f64> = (0..space.num_dofs())
@@ -194,6 +216,18 @@ fn measure<T: Real>(
         .collect();
     sim.set_state(&u0, &u0)
         .map_err(ferrofem_driver::PipelineError::from)?;
+    Ok((sim, mesh.num_cells()))
+}
+
+fn measure<T: Real>(
+    a: &WaveBenchArgs,
+    order: usize,
+    threads: usize,
+    copy: f64,
+) -> Result<Record, CliError> {
+    let d = a.dim as usize;
+    let (mut sim, elements) = bench_simulation::<T>(a, order)?;
+    let space = sim.space().clone();
     let err = |e| CliError::Pipeline(ferrofem_driver::PipelineError::from(e));
     for _ in 0..5 {
         sim.advance(false).map_err(err)?;
@@ -219,9 +253,9 @@ fn measure<T: Real>(
     let update_bytes = 5.0 * (dofs * T::BYTES) as f64;
     let bytes = stiff_model.bytes + update_bytes;
     let flops = stiff_model.flops + 3.0 * dofs as f64;
-    let elements = mesh.num_cells();
     Ok(Record {
         bench: "wave",
+        backend: format!("cpu ({threads} threads)"),
         kind: kind_name(a.kind),
         dim: d,
         order,
@@ -240,5 +274,85 @@ fn measure<T: Real>(
         gflops_per_s: flops / per_step / 1e9,
         copy_gbytes_per_s: copy,
         roofline_fraction: bytes / per_step / 1e9 / copy,
+    })
+}
+
+/// The benchmark on the GPU: per order, the median step time of `--steps` steps (CUDA
+/// events) and of the stiffness kernel alone, against the device's copy bandwidth measured
+/// in the same process.
+#[cfg(feature = "cuda")]
+fn run_gpu(
+    a: &WaveBenchArgs,
+    dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
+) -> Result<(), CliError> {
+    if a.order.iter().any(|&p| !(1..=8).contains(&p)) || a.steps == 0 {
+        return Err(CliError::Usage(
+            "--order takes orders 1 to 8 on the GPU and --steps at least 1".into(),
+        ));
+    }
+    if !(a.elements >= 1.0 && a.elements <= 1e9) {
+        return Err(CliError::Usage("--elements: 1 to 1e9".into()));
+    }
+    let gpu_err = |e| CliError::Pipeline(ferrofem_driver::PipelineError::Gpu(e));
+    let copy = ferrofem_cuda::blas::copy_bandwidth(dev, 1 << 30, 20).map_err(gpu_err)? / 1e9;
+    let mut out = std::io::stdout().lock();
+    if !a.json {
+        writeln!(
+            out,
+            "copy bandwidth {copy:.1} GB/s on {}; {} {}-D, {}",
+            dev.name(),
+            kind_name(a.kind),
+            a.dim,
+            a.precision.name()
+        )?;
+        writeln!(out, "{HEADER}")?;
+    }
+    for &p in &a.order {
+        let rec = match a.precision {
+            Precision::F64 => measure_gpu::<f64>(a, p, dev, copy)?,
+            Precision::F32 => measure_gpu::<f32>(a, p, dev, copy)?,
+        };
+        emit(&mut out, &rec, a.json)?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "cuda")]
+fn measure_gpu<T: ferrofem_cuda::GpuReal>(
+    a: &WaveBenchArgs,
+    order: usize,
+    dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
+    copy: f64,
+) -> Result<Record, CliError> {
+    let d = a.dim as usize;
+    let gpu_err = |e| CliError::Pipeline(ferrofem_driver::PipelineError::Gpu(e));
+    let (sim, elements) = bench_simulation::<T>(a, order)?;
+    let dofs = sim.space().num_dofs();
+    let gpu = ferrofem_cuda::wave::GpuWave::new(dev, &sim).map_err(gpu_err)?;
+    drop(sim);
+    let model = gpu.model();
+    let t = gpu.benchmark(5, a.steps).map_err(gpu_err)?;
+    let per_step = t.step;
+    Ok(Record {
+        bench: "wave",
+        backend: format!("cuda ({})", dev.name()),
+        kind: kind_name(a.kind),
+        dim: d,
+        order,
+        precision: T::NAME,
+        threads: 0,
+        elements,
+        dofs,
+        steps: a.steps,
+        seconds_per_step: per_step,
+        seconds_per_element_step: per_step / elements as f64,
+        stiffness_share: (t.stiffness / per_step).min(1.0),
+        gdof_steps_per_s: dofs as f64 / per_step / 1e9,
+        model_bytes_per_step: model.bytes,
+        model_flops_per_step: model.flops,
+        gbytes_per_s: model.bytes / per_step / 1e9,
+        gflops_per_s: model.flops / per_step / 1e9,
+        copy_gbytes_per_s: copy,
+        roofline_fraction: model.bytes / per_step / 1e9 / copy,
     })
 }

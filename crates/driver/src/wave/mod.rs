@@ -6,10 +6,12 @@
 mod outputs;
 mod raster;
 mod run;
+mod stepper;
 
 pub use outputs::{SeismogramFormat, WaveOutputs};
 pub use raster::Raster2d;
 pub use run::{run_wave, WaveReport};
+pub use stepper::WaveReal;
 
 use crate::backend::BackendArg;
 use crate::mesh_input::LoadedMesh;

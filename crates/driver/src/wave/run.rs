@@ -2,11 +2,12 @@
 
 use super::outputs::SeismogramFormat;
 use super::raster::Raster2d;
+#[cfg(feature = "cuda")]
+use super::stepper::GpuStepper;
+use super::stepper::{WaveReal, WaveStepper};
 use super::WaveCase;
-use crate::backend::BackendArg;
 use crate::pipeline_error::PipelineError;
 use crate::settings::Precision;
-use ferrofem_base::Real;
 use ferrofem_io::{write_pvd, write_space_vtu, Encoding, Seismograms, Station};
 use ferrofem_wave::{Progress, Simulation, WaveKind};
 use serde::Serialize;
@@ -62,39 +63,65 @@ pub struct WaveReport {
 }
 
 /// Runs `case`, calling `progress` after every energy check.
+///
+/// With `--backend cuda` the time loop runs on the GPU (an error when none is usable or the
+/// problem does not fit its memory); `auto` runs it there when a GPU is usable and the
+/// problem fits, else on the CPU, saying why.
 pub fn run_wave(
     case: &WaveCase,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<WaveReport, PipelineError> {
-    let backend_note = match case.backend {
-        BackendArg::Cuda => {
-            return Err(PipelineError::NoGpuPath(
-                "the wave solver runs on the CPU; its GPU kernels are not built yet".into(),
-            ))
-        }
-        BackendArg::Auto => Some("the wave solver has no GPU path yet: running on the CPU".into()),
-        BackendArg::Cpu => None,
-    };
     case.outputs.check_writable()?;
-    let mut report = match case.precision {
-        Precision::F64 => run::<f64>(case, progress)?,
-        Precision::F32 => run::<f32>(case, progress)?,
-    };
-    report.backend_note = backend_note;
-    Ok(report)
+    match case.precision {
+        Precision::F64 => run::<f64>(case, progress),
+        Precision::F32 => run::<f32>(case, progress),
+    }
 }
 
-fn run<T: Real>(
+/// The time loop for `sim` on the backend `case` asks for, with the note when `auto` fell
+/// back to the CPU.
+#[allow(clippy::type_complexity)]
+fn stepper<T: WaveReal>(
+    case: &WaveCase,
+    sim: Simulation<T>,
+) -> Result<(Box<dyn WaveStepper>, &'static str, Option<String>), PipelineError> {
+    let backend = crate::backend::select(case.backend)?;
+    let note = backend.fallback_note();
+    match backend {
+        crate::backend::Backend::Cpu { .. } => Ok((Box::new(sim), "cpu", note)),
+        #[cfg(feature = "cuda")]
+        crate::backend::Backend::Cuda(dev) => match ferrofem_cuda::wave::GpuWave::new(&dev, &sim) {
+            Ok(gpu) => Ok((Box::new(GpuStepper { sim, gpu }), "cuda", None)),
+            Err(e) => {
+                let e = PipelineError::from(e);
+                match (case.backend, crate::backend::fallback_reason(&e)) {
+                    (crate::backend::BackendArg::Auto, Some(why)) => Ok((
+                        Box::new(sim),
+                        "cpu",
+                        Some(format!("{why}; running on the CPU")),
+                    )),
+                    _ => Err(e),
+                }
+            }
+        },
+    }
+}
+
+fn run<T: WaveReal>(
     case: &WaveCase,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<WaveReport, PipelineError> {
     let mesh = &case.mesh.mesh;
     let out = &case.outputs;
     let t0 = Instant::now();
-    let mut sim = Simulation::<T>::new(mesh, &case.setup)?;
+    let sim = Simulation::<T>::new(mesh, &case.setup)?;
+    let (mut stepper, backend, backend_note) = stepper(case, sim)?;
     let setup_seconds = t0.elapsed().as_secs_f64();
-    let steps = sim.steps();
-    let nc = sim.components();
+    let info = stepper.simulation();
+    let steps = info.steps();
+    let check_every = info.check_every();
+    let space = info.space().clone();
+    let nc = space.ncomp();
     let dim = mesh.dim();
     let names = component_names(case.setup.kind, dim);
     let mut files = Vec::new();
@@ -102,68 +129,52 @@ fn run<T: Real>(
     // snapshots: VTU per snapshot, PNG in 2-D with plots, PVD at the end
     let every = out.every.unwrap_or((steps / 20).max(1));
     let raster = match (&out.snapshots, out.plots, dim) {
-        (Some(_), true, 2) => Raster2d::new(mesh, sim.space(), SNAPSHOT_WIDTH),
+        (Some(_), true, 2) => Raster2d::new(mesh, &space, SNAPSHOT_WIDTH),
         _ => None,
     };
     let mut series: Vec<(f64, String)> = Vec::new();
     let mut snapshot =
-        |sim: &Simulation<T>, files: &mut Vec<String>| -> Result<f64, PipelineError> {
+        |st: &dyn WaveStepper, files: &mut Vec<String>| -> Result<f64, PipelineError> {
             let Some(pvd) = &out.snapshots else {
                 return Ok(0.0);
             };
             let start = Instant::now();
-            let u: Vec<f64> = sim.field().iter().map(|v| v.as_f64()).collect();
-            let k = sim.step_count();
+            let u = st.field()?;
+            let k = st.step_count();
             let vtu = sibling(pvd, &format!("{k:07}.vtu"));
             let field = if nc == 1 { "p" } else { "u" };
-            write_space_vtu(
-                &vtu,
-                mesh,
-                sim.space(),
-                &[(field, &u)],
-                &[],
-                Encoding::Binary,
-            )?;
-            series.push((sim.time(), file_name(&vtu)));
+            write_space_vtu(&vtu, mesh, &space, &[(field, &u)], &[], Encoding::Binary)?;
+            series.push((st.time(), file_name(&vtu)));
             files.push(vtu.display().to_string());
             if let Some(r) = &raster {
                 let png = sibling(pvd, &format!("{k:07}.png"));
                 let c = nc - 1;
                 let values = r.sample(&u, nc, c);
-                plot_snapshot(&png, r, &values, names[c], sim.time(), &case.setup)?;
+                plot_snapshot(&png, r, &values, names[c], st.time(), &case.setup)?;
                 files.push(png.display().to_string());
             }
             Ok(start.elapsed().as_secs_f64())
         };
-    output_seconds += snapshot(&sim, &mut files)?;
+    output_seconds += snapshot(stepper.as_ref(), &mut files)?;
     let mut step_seconds = 0.0;
-    let check_every = sim.check_every();
-    while sim.step_count() < steps {
-        // the steps up to the next check or snapshot run on a thread of the pool, so that
-        // the kernels' parallel loops start there instead of waking the pool from outside
-        // at every loop of every step (which costs 10-20 % of a small step)
-        let k = sim.step_count();
+    while stepper.step_count() < steps {
+        let k = stepper.step_count();
         let next = |every: usize| (k / every + 1) * every;
         let target = next(check_every).min(next(every)).min(steps);
         let check = target % check_every == 0 || target == steps;
         let start = Instant::now();
-        rayon::scope(|_| -> Result<(), PipelineError> {
-            while sim.step_count() < target {
-                sim.advance(check && sim.step_count() + 1 == target)?;
-            }
-            Ok(())
-        })?;
+        stepper.run_to(target, check)?;
         step_seconds += start.elapsed().as_secs_f64();
         if check {
             progress(&Progress {
-                step: sim.step_count(),
+                step: stepper.step_count(),
                 steps,
-                time: sim.time(),
-                energy: sim.energy(),
+                time: stepper.time(),
+                energy: stepper.energy(),
             });
         }
-        if sim.step_count() % every == 0 || sim.step_count() == steps {
-            output_seconds += snapshot(&sim, &mut files)?;
+        if stepper.step_count() % every == 0 || stepper.step_count() == steps {
+            output_seconds += snapshot(stepper.as_ref(), &mut files)?;
         }
     }
     let start = Instant::now();
@@ -171,10 +182,15 @@ fn run<T: Real>(
         write_pvd(pvd, &series)?;
         files.push(pvd.display().to_string());
     }
+    let info = stepper.simulation();
+    let (dt, stable_dt, receivers) = (info.dt(), info.stable_bound(), info.receivers().to_vec());
     if let Some(prefix) = &out.seismograms {
-        if !sim.receivers().is_empty() {
+        if !receivers.is_empty() {
+            let samples = stepper.seismograms()?;
             files.extend(write_seismograms(
-                &sim,
+                &receivers,
+                dt,
+                &samples,
                 prefix,
                 &out.formats,
                 &names,
@@ -189,21 +205,21 @@ fn run<T: Real>(
         dim,
         order: case.setup.order,
         elements,
-        dofs: sim.space().num_dofs(),
+        dofs: space.num_dofs(),
         precision: T::NAME,
-        backend: "cpu",
-        backend_note: None,
-        dt: sim.dt(),
-        stable_dt: sim.stable_step().bound,
+        backend,
+        backend_note,
+        dt,
+        stable_dt,
         steps,
-        duration: sim.time(),
+        duration: stepper.time(),
         sources: case.setup.sources.len(),
-        receivers: sim.receivers().len(),
+        receivers: receivers.len(),
         setup_seconds,
         step_seconds,
         output_seconds,
         seconds_per_element_step: step_seconds / (elements as f64 * steps as f64),
-        energy: sim.energy(),
+        energy: stepper.energy(),
         files,
     })
 }
@@ -232,24 +248,25 @@ fn file_name(path: &Path) -> String {
 }
 
 /// Writes the seismograms in `formats` (and their gathers as PNG); returns the files.
-fn write_seismograms<T: Real>(
-    sim: &Simulation<T>,
+fn write_seismograms(
+    receivers: &[ferrofem_wave::Receiver],
+    dt: f64,
+    samples: &[f64],
     prefix: &Path,
     formats: &[SeismogramFormat],
     names: &[&str],
     plots: bool,
 ) -> Result<Vec<String>, PipelineError> {
-    let stations: Vec<Station> = sim
-        .receivers()
+    let stations: Vec<Station> = receivers
         .iter()
         .map(|r| Station::new(r.name.clone(), r.position))
         .collect();
     let seis = Seismograms {
         t0: 0.0,
-        dt: sim.dt(),
+        dt,
         stations: &stations,
         components: names,
-        samples: sim.seismograms(),
+        samples,
     };
     let mut files = Vec::new();
     for f in formats {

@@ -1,0 +1,354 @@
+// Spectral-element wave step on quadrilaterals (DIM 2) and hexahedra (DIM 3): the
+// collocated stiffness action K u at the GLL points with acoustic (ELASTIC 0: the metric
+// times 1/rho) or isotropic elastic (ELASTIC 1) physics, fused with the leapfrog update of
+// the nodes interior to an element; the skeleton's sums go to an accumulator that the
+// update kernels consume.
+//
+// Compile-time constants (with -D): DIM, NP (nodes per direction, p + 1), NPE (NP^DIM),
+// NC (components), ELASTIC, COMPACT (1: one value per element and factor, times the
+// tensor weight for the factors in WEIGHTED; 0: a value per point), NF (factors per
+// point), WEIGHTED (bit mask), EPB (elements per block), NSKEL and NINT (skeleton and
+// interior nodes of an element), DSHARED (1: the derivative matrix read from shared
+// memory instead of registers). The host prepends the tables, in global memory: their
+// reads differ between the lanes of a warp, which the constant cache would serialise,
+// while L1 serves them in one request:
+//   __device__ real WD[NP * NP];  // WD[q * NP + m] = l_m'(x_q), GLL Lagrange derivatives
+//   __device__ real WQ[NPE];      // tensor weights of the points, lexicographic
+//   __device__ short WSLOT[NPE];  // >= 0: skeleton slot; < 0: -(interior index) - 1
+//
+// Node numbering: the NSKEL skeleton nodes of element e through skel[e * NSKEL + slot]
+// (global nodes below nskel), its interior nodes at nskel + e * NINT + index. Fields are
+// interleaved by node: dof = node * NC + c. step_scale holds dt^2 / m per node (0 on nodes
+// held at zero).
+
+#if DIM == 3
+#define NPLANE (NP * NP)
+#else
+#define NPLANE 0
+#endif
+
+extern "C" __global__ void __launch_bounds__(EPB * NPE)
+wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+               real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
+               const u32* FF_RESTRICT skel, const real* FF_RESTRICT fac,
+               real* FF_RESTRICT kfull) {
+    extern __shared__ __align__(16) unsigned char wave_smem[];
+    real* su = (real*)wave_smem;        // [EPB][NC][NPE]
+    real* sf = su + EPB * NC * NPE;     // [EPB][NC][DIM][NPE]
+#if DSHARED
+    real* sd = sf + EPB * NC * DIM * NPE;  // [NP][NP]
+    for (int t = threadIdx.x; t < NP * NP; t += blockDim.x) sd[t] = __ldg(&WD[t]);
+#define DAT(q, m) sd[(q) * NP + (m)]
+#else
+#define DAT(q, m) __ldg(&WD[(q) * NP + (m)])
+#endif
+    const int le = threadIdx.x / NPE;
+    const int l = threadIdx.x - le * NPE;
+    const u32 e = blockIdx.x * EPB + le;
+    const bool active = e < nelem;
+    const int i = l % NP;
+    const int j = (l / NP) % NP;
+#if DIM == 3
+    const int k = l / (NP * NP);
+#endif
+    const int slot = __ldg(&WSLOT[l]);
+    u32 node = 0;
+    real uv[NC];
+    if (active) {
+        node = slot >= 0 ? skel[(size_t)e * NSKEL + slot] : nskel + e * NINT + (u32)(-slot - 1);
+#pragma unroll
+        for (int c = 0; c < NC; ++c) uv[c] = u[(size_t)node * NC + c];
+    } else {
+#pragma unroll
+        for (int c = 0; c < NC; ++c) uv[c] = (real)0;
+    }
+    real* sue = su + le * NC * NPE;
+    real* sfe = sf + le * NC * DIM * NPE;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) sue[c * NPE + l] = uv[c];
+    // the rows of the derivative matrix this point needs, and its columns for the
+    // transposed action
+#if !DSHARED
+    real di[NP], dj[NP], ti[NP], tj[NP];
+#if DIM == 3
+    real dk[NP], tk[NP];
+#endif
+#pragma unroll
+    for (int m = 0; m < NP; ++m) {
+        di[m] = DAT(i, m);
+        dj[m] = DAT(j, m);
+        ti[m] = DAT(m, i);
+        tj[m] = DAT(m, j);
+#if DIM == 3
+        dk[m] = DAT(k, m);
+        tk[m] = DAT(m, k);
+#endif
+    }
+#define DI(m) di[m]
+#define DJ(m) dj[m]
+#define DK(m) dk[m]
+#define TI(m) ti[m]
+#define TJ(m) tj[m]
+#define TK(m) tk[m]
+#else
+#define DI(m) DAT(i, m)
+#define DJ(m) DAT(j, m)
+#define DK(m) DAT(k, m)
+#define TI(m) DAT(m, i)
+#define TJ(m) DAT(m, j)
+#define TK(m) DAT(m, k)
+#endif
+    __syncthreads();
+    // reference gradients g[c][a] = d u_c / d xi_a
+    real g[NC][DIM];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        const real* s = sue + c * NPE;
+        real a0 = 0, a1 = 0;
+#if DIM == 3
+        real a2 = 0;
+#endif
+#pragma unroll
+        for (int m = 0; m < NP; ++m) {
+            a0 += DI(m) * s[l + (m - i)];
+            a1 += DJ(m) * s[l + (m - j) * NP];
+#if DIM == 3
+            a2 += DK(m) * s[l + (m - k) * NPLANE];
+#endif
+        }
+        g[c][0] = a0;
+        g[c][1] = a1;
+#if DIM == 3
+        g[c][2] = a2;
+#endif
+    }
+    // the point's data
+    real q[NF];
+    // inactive threads (past the last element) read element 0's data, unused
+    const size_t eq = active ? e : 0;
+#if COMPACT
+    const real wq = __ldg(&WQ[l]);
+#endif
+#pragma unroll
+    for (int f = 0; f < NF; ++f) {
+#if COMPACT
+        const real v = fac[eq * NF + f];
+        q[f] = ((WEIGHTED >> f) & 1) ? v * wq : v;
+#else
+        q[f] = fac[(eq * NF + f) * NPE + l];
+#endif
+    }
+    // the flux in reference coordinates
+#if ELASTIC
+    {
+        real h[DIM][DIM];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c)
+#pragma unroll
+            for (int kk = 0; kk < DIM; ++kk) {
+                real acc = 0;
+#pragma unroll
+                for (int r = 0; r < DIM; ++r) acc += g[c][r] * q[r * DIM + kk];
+                h[c][kk] = acc;
+            }
+        real tr = 0;
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) tr += h[c][c];
+        const real wl = q[DIM * DIM], wm = q[DIM * DIM + 1];
+        const real lt = wl * tr;
+        real s[DIM][DIM];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+#pragma unroll
+            for (int kk = 0; kk < DIM; ++kk) s[c][kk] = wm * (h[c][kk] + h[kk][c]);
+            s[c][c] += lt;
+        }
+#pragma unroll
+        for (int c = 0; c < DIM; ++c)
+#pragma unroll
+            for (int r = 0; r < DIM; ++r) {
+                real acc = 0;
+#pragma unroll
+                for (int kk = 0; kk < DIM; ++kk) acc += q[r * DIM + kk] * s[c][kk];
+                sfe[(c * DIM + r) * NPE + l] = acc;
+            }
+    }
+#else
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+#if DIM == 2
+        sfe[(c * 2 + 0) * NPE + l] = q[0] * g[c][0] + q[1] * g[c][1];
+        sfe[(c * 2 + 1) * NPE + l] = q[1] * g[c][0] + q[2] * g[c][1];
+#else
+        sfe[(c * 3 + 0) * NPE + l] = q[0] * g[c][0] + q[1] * g[c][1] + q[2] * g[c][2];
+        sfe[(c * 3 + 1) * NPE + l] = q[1] * g[c][0] + q[3] * g[c][1] + q[4] * g[c][2];
+        sfe[(c * 3 + 2) * NPE + l] = q[2] * g[c][0] + q[4] * g[c][1] + q[5] * g[c][2];
+#endif
+    }
+#endif
+    __syncthreads();
+    // the transposed gradient: r_c at node l
+    real r[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        const real* f0 = sfe + (c * DIM + 0) * NPE;
+        const real* f1 = sfe + (c * DIM + 1) * NPE;
+#if DIM == 3
+        const real* f2 = sfe + (c * DIM + 2) * NPE;
+#endif
+        real acc = 0;
+#pragma unroll
+        for (int m = 0; m < NP; ++m) {
+            acc += TI(m) * f0[l + (m - i)];
+            acc += TJ(m) * f1[l + (m - j) * NP];
+#if DIM == 3
+            acc += TK(m) * f2[l + (m - k) * NPLANE];
+#endif
+        }
+        r[c] = acc;
+    }
+    // interior nodes: the leapfrog update here (and K u kept in kfull on energy steps);
+    // skeleton nodes: accumulate
+    if (active) {
+        if (slot < 0) {
+            const real m = step_scale[node];
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+                const size_t d = (size_t)node * NC + c;
+                up[d] = (real)2 * uv[c] - up[d] - m * r[c];
+                if (kfull != nullptr) kfull[d] = r[c];
+            }
+        } else {
+#pragma unroll
+            for (int c = 0; c < NC; ++c) atomicAdd(&ku[(size_t)node * NC + c], r[c]);
+        }
+    }
+}
+
+// The plain leapfrog update of skeleton nodes 0..n: u+ = 2u - u- - (dt^2/m) (K u), into
+// up; the accumulator is zeroed for the next step (and copied to kfull on energy steps).
+extern "C" __global__ void wave_update(u32 n, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+                                       real* FF_RESTRICT ku,
+                                       const real* FF_RESTRICT step_scale,
+                                       real* FF_RESTRICT kfull) {
+    const u32 node = blockIdx.x * blockDim.x + threadIdx.x;
+    if (node < n) {
+        const real m = step_scale[node];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            const size_t d = (size_t)node * NC + c;
+            const real k = ku[d];
+            up[d] = (real)2 * u[d] - up[d] - m * k;
+            ku[d] = (real)0;
+            if (kfull != nullptr) kfull[d] = k;
+        }
+    }
+}
+
+// The damped update of absorbing nodes first + a, a < n: u+ = A+^-1 (2 m u - A- u- -
+// dt^2 K u), in double; absorbing[a] holds (m, A+^-1 [NC][NC], A- [NC][NC]).
+extern "C" __global__ void wave_absorb(u32 n, u32 first, double dt2, const real* FF_RESTRICT u,
+                                       real* FF_RESTRICT up, real* FF_RESTRICT ku,
+                                       const double* FF_RESTRICT absorbing,
+                                       real* FF_RESTRICT kfull) {
+    const u32 a = blockIdx.x * blockDim.x + threadIdx.x;
+    if (a < n) {
+        const u32 node = first + a;
+        const double* data = absorbing + (size_t)a * (1 + 2 * NC * NC);
+        const double mass = data[0];
+        double uc[NC], upc[NC], kc[NC], rhs[NC];
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            const size_t d = (size_t)node * NC + c;
+            uc[c] = (double)u[d];
+            upc[c] = (double)up[d];
+            kc[c] = (double)ku[d];
+        }
+#pragma unroll
+        for (int r = 0; r < NC; ++r) {
+            double s = 2.0 * mass * uc[r] - dt2 * kc[r];
+#pragma unroll
+            for (int c = 0; c < NC; ++c) s -= data[1 + NC * NC + r * NC + c] * upc[c];
+            rhs[r] = s;
+        }
+#pragma unroll
+        for (int r = 0; r < NC; ++r) {
+            double v = 0.0;
+#pragma unroll
+            for (int c = 0; c < NC; ++c) v += data[1 + r * NC + c] * rhs[c];
+            const size_t d = (size_t)node * NC + r;
+            up[d] = (real)v;
+            if (kfull != nullptr) kfull[d] = ku[d];
+            ku[d] = (real)0;
+        }
+    }
+}
+
+// Sources at step k: field[target[s]] += coef[s] * wavelet[source[s] * nsteps + k] (into u+
+// with coef dt^2 M^-1 weight, or out of K u on energy steps with coef -weight).
+extern "C" __global__ void wave_inject(u32 n, u32 k, u32 nsteps, const u32* FF_RESTRICT target,
+                                       const u32* FF_RESTRICT source,
+                                       const double* FF_RESTRICT coef,
+                                       const double* FF_RESTRICT wavelet,
+                                       real* FF_RESTRICT field) {
+    const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < n) {
+        const double w = wavelet[(size_t)source[s] * nsteps + k];
+        if (w != 0.0) atomicAdd(&field[target[s]], (real)(coef[s] * w));
+    }
+}
+
+// Receivers: out[rec * NC + c] = sum_i values[rec][i] field[nodes[rec][i] * NC + c] over the
+// NPE nodes of the receiver's element.
+extern "C" __global__ void wave_record(u32 nrec, const u32* FF_RESTRICT nodes,
+                                       const double* FF_RESTRICT values,
+                                       const real* FF_RESTRICT field, double* FF_RESTRICT out) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < nrec * NC) {
+        const u32 rec = t / NC, c = t - rec * NC;
+        double s = 0.0;
+        for (int i = 0; i < NPE; ++i)
+            s += values[(size_t)rec * NPE + i] * (double)field[(size_t)nodes[(size_t)rec * NPE + i] * NC + c];
+        out[t] = s;
+    }
+}
+
+// The discrete energy's two sums over the nodes 0..n, into out[0] (kinetic, sum of
+// (u+ - u)^2 / (dt^2 / m)) and out[1] (potential, sum of u+ (K u - F)); out zeroed before.
+// Nodes held at zero (dt^2 / m = 0) do not count.
+extern "C" __global__ void wave_energy(u32 n, const real* FF_RESTRICT next,
+                                       const real* FF_RESTRICT u,
+                                       const real* FF_RESTRICT kfull,
+                                       const real* FF_RESTRICT step_scale,
+                                       double* FF_RESTRICT out) {
+    double kin = 0.0, pot = 0.0;
+    for (u32 node = blockIdx.x * blockDim.x + threadIdx.x; node < n;
+         node += gridDim.x * blockDim.x) {
+        const real m = step_scale[node];
+        if (m == (real)0) continue;
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            const size_t d = (size_t)node * NC + c;
+            const real nx = next[d];
+            const double v = (double)(nx - u[d]);
+            kin += v * v / (double)m;
+            pot += (double)nx * (double)kfull[d];
+        }
+    }
+    __shared__ double2 sums[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        kin += __shfl_down_sync(0xffffffffu, kin, o);
+        pot += __shfl_down_sync(0xffffffffu, pot, o);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) sums[warp] = make_double2(kin, pot);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)((blockDim.x + 31) >> 5); ++w) {
+            kin += sums[w].x;
+            pot += sums[w].y;
+        }
+        atomicAdd(&out[0], kin);
+        atomicAdd(&out[1], pot);
+    }
+}

@@ -1,0 +1,273 @@
+//! The wave kernels' node numbering: skeleton nodes first (those with the plain leapfrog
+//! update, then the absorbing ones), then each element's interior nodes, contiguous and
+//! in element order, so that the stiffness kernel updates an interior node where it
+//! computes it and reads offsets only for the skeleton.
+
+use crate::GpuError;
+use ferrofem_space::ElemRestriction;
+
+/// Local node `l`'s tensor coordinates (first direction fastest).
+fn coords(l: usize, np: usize, dim: usize) -> [usize; 3] {
+    let mut c = [0; 3];
+    let mut r = l;
+    for x in c.iter_mut().take(dim) {
+        *x = r % np;
+        r /= np;
+    }
+    c
+}
+
+/// Where each local node of an element goes: a skeleton slot or an interior index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalSlots {
+    /// Per local node (lexicographic): `s ≥ 0` skeleton slot `s`, `s < 0` interior index
+    /// `−s − 1`.
+    pub slot: Vec<i16>,
+    /// Skeleton nodes per element.
+    pub skeleton: usize,
+    /// Interior nodes per element.
+    pub interior: usize,
+}
+
+impl LocalSlots {
+    /// The slots of an element with `np` nodes per direction in dimension `dim`: a node is
+    /// interior when no coordinate is on the element's boundary; both kinds lexicographic.
+    pub fn new(dim: usize, np: usize) -> LocalSlots {
+        let npe = np.pow(dim as u32);
+        let (mut sk, mut it) = (0i16, 0i16);
+        let slot = (0..npe)
+            .map(|l| {
+                let c = coords(l, np, dim);
+                if c[..dim].iter().all(|&x| x > 0 && x + 1 < np) {
+                    it += 1;
+                    -it
+                } else {
+                    sk += 1;
+                    sk - 1
+                }
+            })
+            .collect();
+        LocalSlots {
+            slot,
+            skeleton: sk as usize,
+            interior: it as usize,
+        }
+    }
+}
+
+/// The wave kernels' numbering of a scalar space's nodes.
+#[derive(Clone, Debug)]
+pub struct WaveLayout {
+    /// The element's local slots.
+    pub local: LocalSlots,
+    /// Skeleton nodes (numbered `0..skeleton`), the plain ones first.
+    pub skeleton: usize,
+    /// Skeleton nodes with the plain update (`0..plain`); the absorbing ones follow.
+    pub plain: usize,
+    /// The kernels' node of each of the space's nodes.
+    pub new_of: Vec<u32>,
+    /// The space's node of each of the kernels' nodes.
+    pub old_of: Vec<u32>,
+    /// `[elem][skeleton slot]`: the kernels' node of each skeleton slot.
+    pub skeleton_nodes: Vec<u32>,
+}
+
+impl WaveLayout {
+    /// Numbers the nodes of `restriction` (scalar, elements with `np^dim` lexicographic
+    /// nodes) for the kernels, with the nodes `absorbing` (in that order) last among the
+    /// skeleton. An error if an element's interior node is shared with another element or
+    /// an absorbing node is interior to an element (a mesh that is not conforming).
+    pub fn new(
+        restriction: &ElemRestriction,
+        dim: usize,
+        np: usize,
+        absorbing: &[u32],
+    ) -> Result<WaveLayout, GpuError> {
+        let local = LocalSlots::new(dim, np);
+        let npe = local.slot.len();
+        if restriction.elem_size() != npe || restriction.ncomp() != 1 {
+            return Err(GpuError::Unsupported(format!(
+                "the wave kernels need a scalar restriction with {npe} nodes per element, got {} with {} components",
+                restriction.elem_size(),
+                restriction.ncomp()
+            )));
+        }
+        let ne = restriction.num_elem();
+        let nn = restriction.num_nodes();
+        // 0: not seen, 1: skeleton, 2 + e: interior of element e
+        const UNSEEN: u32 = 0;
+        const SKELETON: u32 = 1;
+        let mut kind = vec![UNSEEN; nn];
+        for e in 0..ne {
+            for (l, &n) in restriction.elem(e).iter().enumerate() {
+                let k = &mut kind[n as usize];
+                let interior = local.slot[l] < 0;
+                let shared = match (*k, interior) {
+                    (UNSEEN, true) => {
+                        *k = 2 + e as u32;
+                        false
+                    }
+                    (UNSEEN, false) => {
+                        *k = SKELETON;
+                        false
+                    }
+                    (SKELETON, false) => false,
+                    _ => true,
+                };
+                if shared {
+                    return Err(GpuError::Unsupported(format!(
+                        "node {n} is interior to an element and shared with element {e}: the mesh is not conforming"
+                    )));
+                }
+            }
+        }
+        let mut new_of = vec![u32::MAX; nn];
+        let mut next = 0u32;
+        let mut is_absorbing = vec![false; nn];
+        for &a in absorbing {
+            match kind.get(a as usize) {
+                Some(&SKELETON) => is_absorbing[a as usize] = true,
+                _ => {
+                    return Err(GpuError::Unsupported(format!(
+                        "absorbing node {a} is not on an element's boundary"
+                    )))
+                }
+            }
+        }
+        for n in 0..nn {
+            if kind[n] == SKELETON && !is_absorbing[n] {
+                new_of[n] = next;
+                next += 1;
+            }
+        }
+        let plain = next as usize;
+        for &a in absorbing {
+            if new_of[a as usize] != u32::MAX {
+                return Err(GpuError::Unsupported(format!(
+                    "absorbing node {a} is listed twice"
+                )));
+            }
+            new_of[a as usize] = next;
+            next += 1;
+        }
+        let skeleton = next as usize;
+        let mut skeleton_nodes = vec![0u32; ne * local.skeleton];
+        for e in 0..ne {
+            for (l, &n) in restriction.elem(e).iter().enumerate() {
+                let s = local.slot[l];
+                if s >= 0 {
+                    skeleton_nodes[e * local.skeleton + s as usize] = new_of[n as usize];
+                } else {
+                    new_of[n as usize] = (skeleton + e * local.interior + (-s - 1) as usize) as u32;
+                }
+            }
+        }
+        if new_of.contains(&u32::MAX) {
+            return Err(GpuError::Unsupported(
+                "a node of the space belongs to no element".into(),
+            ));
+        }
+        let mut old_of = vec![0u32; nn];
+        for (old, &new) in new_of.iter().enumerate() {
+            old_of[new as usize] = old as u32;
+        }
+        Ok(WaveLayout {
+            local,
+            skeleton,
+            plain,
+            new_of,
+            old_of,
+            skeleton_nodes,
+        })
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.new_of.len()
+    }
+
+    /// Element `e`'s local node `l` in the kernels' numbering (what the kernel computes).
+    pub fn node(&self, e: usize, l: usize) -> u32 {
+        let s = self.local.slot[l];
+        if s >= 0 {
+            self.skeleton_nodes[e * self.local.skeleton + s as usize]
+        } else {
+            (self.skeleton + e * self.local.interior + (-s - 1) as usize) as u32
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrofem_base::CellType;
+    use ferrofem_mesh::{generate_box, BoxSpec};
+    use ferrofem_space::H1Space;
+
+    #[test]
+    fn slots_split_an_element_into_its_boundary_and_interior() {
+        for (dim, np, sk, it) in [(2, 2, 4, 0), (2, 5, 16, 9), (3, 2, 8, 0), (3, 5, 98, 27)] {
+            let s = LocalSlots::new(dim, np);
+            assert_eq!((s.skeleton, s.interior), (sk, it), "dim {dim} np {np}");
+            // both kinds numbered 0.. without gaps
+            let mut skel: Vec<i16> = s.slot.iter().copied().filter(|&v| v >= 0).collect();
+            let mut int: Vec<i16> = s.slot.iter().map(|&v| -v - 1).filter(|&v| v >= 0).collect();
+            skel.sort();
+            int.sort();
+            assert!(skel.iter().enumerate().all(|(i, &v)| v as usize == i));
+            assert!(int.iter().enumerate().all(|(i, &v)| v as usize == i));
+        }
+    }
+
+    #[test]
+    fn the_numbering_is_a_permutation_that_keeps_every_element() {
+        for (ct, dims, p) in [
+            (CellType::Quadrilateral, vec![3, 2], 4),
+            (CellType::Hexahedron, vec![2, 2, 3], 3),
+            (CellType::Quadrilateral, vec![2, 2], 1),
+        ] {
+            let mesh = generate_box(&BoxSpec::unit(ct, &dims)).unwrap();
+            let space = H1Space::new(&mesh, p, 1).unwrap();
+            let r = space.restriction();
+            let dim = mesh.dim();
+            let boundary = space.boundary_nodes(&mesh).unwrap();
+            let absorbing: Vec<u32> = boundary.iter().copied().step_by(2).collect();
+            let lay = WaveLayout::new(r, dim, p + 1, &absorbing).unwrap();
+            let nn = space.num_nodes();
+            let mut seen = vec![false; nn];
+            for &n in &lay.new_of {
+                assert!(!seen[n as usize]);
+                seen[n as usize] = true;
+            }
+            for e in 0..mesh.num_cells() {
+                for (l, &old) in r.elem(e).iter().enumerate() {
+                    assert_eq!(lay.node(e, l), lay.new_of[old as usize]);
+                    assert_eq!(lay.old_of[lay.node(e, l) as usize], old);
+                }
+            }
+            // the absorbing nodes close the skeleton, in their order
+            for (a, &n) in absorbing.iter().enumerate() {
+                assert_eq!(lay.new_of[n as usize] as usize, lay.plain + a);
+            }
+            assert_eq!(lay.skeleton, lay.plain + absorbing.len());
+            assert_eq!(
+                nn - lay.skeleton,
+                mesh.num_cells() * lay.local.interior,
+                "interior nodes"
+            );
+        }
+    }
+
+    #[test]
+    fn an_interior_absorbing_node_is_refused() {
+        let mesh = generate_box(&BoxSpec::unit(CellType::Quadrilateral, &[1, 1])).unwrap();
+        let space = H1Space::new(&mesh, 2, 1).unwrap();
+        let r = space.restriction();
+        let centre = r.elem(0)[4];
+        let e = WaveLayout::new(r, 2, 3, &[centre]).unwrap_err();
+        assert!(
+            e.to_string().contains("not on an element's boundary"),
+            "{e}"
+        );
+    }
+}

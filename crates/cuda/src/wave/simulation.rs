@@ -1,0 +1,795 @@
+//! The whole time loop of a wave simulation on the device.
+
+use super::kernel::{wave_kernel, WaveKernelShape};
+use super::layout::WaveLayout;
+use crate::{DeviceVec, GpuDevice, GpuError, GpuReal};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use ferrofem_geometry::GeometrySource;
+use ferrofem_operator::tensor::{FactorLayout, TensorOperator};
+use ferrofem_space::H1Space;
+use ferrofem_wave::{blow_up_error, BlowUpWatch, Simulation, WaveError, WaveKind};
+use std::sync::Arc;
+
+/// Threads per block of the vector kernels.
+const VECTOR_BLOCK: u32 = 256;
+
+/// Receiver samples buffered on the device before they are copied back.
+const SAMPLE_BATCH: usize = 512;
+
+/// What a device time loop can fail with: the device, or the simulation (a blow-up).
+#[derive(Debug, thiserror::Error)]
+pub enum GpuWaveError {
+    /// The device failed (or the case is not supported on it).
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    /// The simulation failed (a blow-up, with its step and place).
+    #[error(transparent)]
+    Wave(#[from] WaveError),
+}
+
+/// The bytes and flops of one step by the model of [`GpuWave::model`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WaveModel {
+    /// Bytes moved between the device memory and the chip.
+    pub bytes: f64,
+    /// Floating-point operations.
+    pub flops: f64,
+}
+
+/// Seconds of one step and of its stiffness kernel ([`GpuWave::benchmark`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WaveTimings {
+    /// The step: stiffness, skeleton and absorbing updates (no sources, no receivers).
+    pub step: f64,
+    /// The stiffness kernel alone.
+    pub stiffness: f64,
+}
+
+/// The `kfull` argument of the step kernels: the vector on energy steps, a null pointer
+/// otherwise.
+enum KfullArg<'a, T> {
+    Vector(&'a cudarc::driver::CudaSlice<T>),
+    Null(u64),
+}
+
+impl<T> KfullArg<'_, T> {
+    fn push<'b>(&'b self, b: &mut cudarc::driver::LaunchArgs<'b>) {
+        match self {
+            KfullArg::Vector(v) => {
+                b.arg(*v);
+            }
+            KfullArg::Null(z) => {
+                b.arg(z);
+            }
+        }
+    }
+}
+
+/// The kernels of one specialisation.
+struct Kernels {
+    stiffness: CudaFunction,
+    update: CudaFunction,
+    absorb: CudaFunction,
+    inject: CudaFunction,
+    record: CudaFunction,
+    energy: CudaFunction,
+}
+
+/// A wave simulation whose time loop runs on the GPU: the stiffness action with the
+/// leapfrog update of element-interior nodes in one kernel, the skeleton's and the
+/// absorbing nodes' updates, the sources and the receivers, all on the device; the
+/// seismograms are copied back in batches.
+///
+/// It is built from a [`Simulation`] (which has checked the input and set up the mass, the
+/// boundaries, the sources, the receivers and the step) and runs the same steps: the same
+/// seismograms up to rounding.
+pub struct GpuWave<T: GpuReal> {
+    dev: Arc<GpuDevice>,
+    kernels: Kernels,
+    shape: WaveKernelShape,
+    layout: WaveLayout,
+    space: H1Space,
+    nelem: usize,
+    u: DeviceVec<T>,
+    up: DeviceVec<T>,
+    ku: DeviceVec<T>,
+    step_scale: DeviceVec<T>,
+    skeleton: DeviceVec<u32>,
+    factors: DeviceVec<T>,
+    absorbing: DeviceVec<f64>,
+    inject_target: DeviceVec<u32>,
+    inject_source: DeviceVec<u32>,
+    inject_coef: DeviceVec<f64>,
+    wavelets: DeviceVec<f64>,
+    receiver_nodes: DeviceVec<u32>,
+    receiver_values: DeviceVec<f64>,
+    /// `[sample][receiver][component]`, [`SAMPLE_BATCH`] samples.
+    samples: DeviceVec<f64>,
+    /// Samples in `samples` not yet copied back.
+    pending: usize,
+    /// The first sample held in `samples`.
+    pending_from: usize,
+    /// `K u − F` at every dof, written on energy steps only.
+    kfull: DeviceVec<T>,
+    force_dof: DeviceVec<u32>,
+    force_source: DeviceVec<u32>,
+    /// Minus the sources' weights: their load taken out of `kfull`.
+    force_weight: DeviceVec<f64>,
+    energy_out: DeviceVec<f64>,
+    nreceivers: usize,
+    /// `[receiver][component][sample]`, as [`Simulation::seismograms`].
+    seismograms: Vec<f64>,
+    dt: f64,
+    steps: usize,
+    step: usize,
+    check_every: usize,
+    energy: f64,
+    watch: BlowUpWatch,
+    stiffness_blocks: usize,
+    update_blocks: usize,
+    absorb_blocks: usize,
+}
+
+/// The operator's data per element (`[elem][factor]` compact, or `[elem][factor][point]`),
+/// whether compact, and the mask of the factors scaled by the tensor weight.
+fn element_data<T: GpuReal>(
+    k: &TensorOperator<T>,
+    tensor_weights: &[f64],
+) -> Result<(Vec<T>, bool, u32), GpuError> {
+    let g = k.geometry();
+    let (ne, nf, nq) = (g.num_elem, g.num_factors, g.num_points);
+    if g.source != GeometrySource::Stored {
+        return Err(GpuError::Unsupported(
+            "the wave kernels read stored quadrature data".into(),
+        ));
+    }
+    if let Some(c) = &g.compact {
+        let mut weighted = 0u32;
+        for f in 0..nf {
+            let s = &c.scale[f * nq..(f + 1) * nq];
+            if s.iter().zip(tensor_weights).all(|(a, &b)| *a == T::of(b))
+                && !s.iter().all(|a| *a == T::one())
+            {
+                weighted |= 1 << f;
+            } else if !s.iter().all(|a| *a == T::one()) {
+                return Err(GpuError::Unsupported(
+                    "compact quadrature data scaled by other than the weights".into(),
+                ));
+            }
+        }
+        let lanes = c.per_elem.first().map_or(1, |l| l.len());
+        let mut out = Vec::with_capacity(ne * nf);
+        for e in 0..ne {
+            for f in 0..nf {
+                out.push(c.per_elem[(e / lanes) * nf + f][e % lanes]);
+            }
+        }
+        return Ok((out, true, weighted));
+    }
+    let mut out = Vec::with_capacity(ne * nf * nq);
+    match g.layout {
+        FactorLayout::ElementMajor => out.extend_from_slice(&g.factors),
+        FactorLayout::Interleaved => {
+            let lanes = g.interleaved.first().map_or(1, |l| l.len());
+            for e in 0..ne {
+                let b = e / lanes;
+                for f in 0..nf {
+                    for q in 0..nq {
+                        out.push(g.interleaved[(b * nf + f) * nq + q][e % lanes]);
+                    }
+                }
+            }
+        }
+    }
+    Ok((out, false, 0))
+}
+
+fn launch_err(kernel: &str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError + '_ {
+    move |e| GpuError::Launch {
+        kernel: kernel.into(),
+        source: e,
+    }
+}
+
+fn blocks(n: usize) -> usize {
+    n.div_ceil(VECTOR_BLOCK as usize).max(1)
+}
+
+impl<T: GpuReal> GpuWave<T> {
+    /// Moves `sim` (before its first step, or at any step) onto `dev`: its numbering, data,
+    /// state and seismograms so far. Refused with the bytes needed and available when the
+    /// device does not have the memory, and for a body force (a host closure).
+    pub fn new(dev: &Arc<GpuDevice>, sim: &Simulation<T>) -> Result<GpuWave<T>, GpuError> {
+        if sim.has_body_force() {
+            return Err(GpuError::Unsupported(
+                "a body force (a host function) cannot be evaluated on the GPU".into(),
+            ));
+        }
+        let space = sim.space().clone();
+        let dim = space.dim();
+        let nc = space.ncomp();
+        let np = space.order() + 1;
+        let k = sim.stiffness();
+        let basis = k.basis();
+        if !basis.collocated || basis.q != np {
+            return Err(GpuError::Unsupported(
+                "the wave kernels need the stiffness collocated at the GLL nodes".into(),
+            ));
+        }
+        let nelem = space.num_cells();
+        let npe = np.pow(dim as u32);
+        // the tensor weights of the points, lexicographic
+        let w1 = &basis.weights;
+        let tensor_w: Vec<f64> = (0..npe)
+            .map(|l| {
+                let (i, j, kk) = (l % np, (l / np) % np, l / (np * np));
+                w1[i] * w1[j] * if dim == 3 { w1[kk] } else { 1.0 }
+            })
+            .collect();
+        if npe > 1024 {
+            return Err(GpuError::Unsupported(format!(
+                "order {} in {dim}-D: the GPU wave kernels take one thread per point, at most 1024 per element (3-D orders up to 9)",
+                np - 1
+            )));
+        }
+        let (factors, compact, weighted) = element_data(k, &tensor_w)?;
+        let nf = k.geometry().num_factors;
+        let shape = WaveKernelShape {
+            dim,
+            np,
+            ncomp: nc,
+            elastic: sim.kind() == WaveKind::Elastic,
+            compact,
+            factors: nf,
+            weighted,
+        };
+        let absorbing_cpu: Vec<u32> = sim.absorbing_nodes().iter().map(|a| a.node).collect();
+        let scalar_restriction = space.restriction().with_ncomp(1);
+        let layout = WaveLayout::new(&scalar_restriction, dim, np, &absorbing_cpu)?;
+        let nn = layout.num_nodes();
+        let steps = sim.steps();
+        let dt = sim.dt();
+        let nrec = sim.receivers().len();
+        let nsrc = sim.source_loads().count();
+        // the device memory this needs, checked before anything is allocated
+        let tb = std::mem::size_of::<T>();
+        let stiffness_blocks = nelem.div_ceil(shape.elems_per_block());
+        let update_blocks = blocks(layout.plain);
+        let absorb_blocks = blocks(layout.skeleton - layout.plain);
+        let inject_len: usize = sim.source_loads().map(|s| s.dofs.len() * nc).sum::<usize>();
+        let needed = 4 * nn * nc * tb
+            + nn * tb
+            + layout.skeleton_nodes.len() * 4
+            + factors.len() * tb
+            + absorbing_cpu.len() * (1 + 2 * nc * nc) * 8
+            + inject_len * 16
+            + inject_len * 16
+            + nsrc * steps * 8
+            + nrec * npe * 12
+            + SAMPLE_BATCH * nrec * nc * 8
+            + 16;
+        let (free, _total) = dev.mem_info()?;
+        if needed > free {
+            return Err(GpuError::DoesNotFit {
+                what: format!(
+                    "the {} wave simulation ({nelem} elements, order {}, {} dofs, {})",
+                    sim.kind().name(),
+                    np - 1,
+                    nn * nc,
+                    T::NAME
+                ),
+                needed,
+                available: free,
+            });
+        }
+        // the kernels
+        let d = &basis.grad;
+        let spec = wave_kernel::<T>(&shape, d, &tensor_w, &layout.local);
+        let f = |name: &str| dev.function(&spec, name);
+        let kernels = Kernels {
+            stiffness: f("wave_stiffness")?,
+            update: f("wave_update")?,
+            absorb: f("wave_absorb")?,
+            inject: f("wave_inject")?,
+            record: f("wave_record")?,
+            energy: f("wave_energy")?,
+        };
+        let smem = shape.shared_bytes(tb);
+        kernels
+            .stiffness
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .map_err(|e| GpuError::driver("raising the dynamic shared memory limit", e))?;
+        // vectors in the kernels' numbering
+        let permute = |v: &[T]| -> Vec<T> {
+            let mut out = vec![T::zero(); v.len()];
+            for (new, &old) in layout.old_of.iter().enumerate() {
+                for c in 0..nc {
+                    out[new * nc + c] = v[old as usize * nc + c];
+                }
+            }
+            out
+        };
+        let u = DeviceVec::from_host(dev, &permute(sim.field()), "wave field")?;
+        let up = DeviceVec::from_host(dev, &permute(sim.previous_field()), "wave field")?;
+        let ku = DeviceVec::zeros(dev, layout.skeleton * nc, "skeleton accumulator")?;
+        let scale_cpu = sim.step_scale();
+        let scale: Vec<T> = layout
+            .old_of
+            .iter()
+            .map(|&old| scale_cpu[old as usize * nc])
+            .collect();
+        let step_scale = DeviceVec::from_host(dev, &scale, "dt^2 / mass")?;
+        let skeleton = DeviceVec::from_host(dev, &layout.skeleton_nodes, "skeleton offsets")?;
+        let factors = DeviceVec::from_host(dev, &factors, "quadrature data")?;
+        let mut absorbing = Vec::with_capacity(absorbing_cpu.len() * (1 + 2 * nc * nc));
+        for a in sim.absorbing_nodes() {
+            absorbing.push(a.mass);
+            absorbing.extend_from_slice(&a.plus_inv[..nc * nc]);
+            absorbing.extend_from_slice(&a.minus[..nc * nc]);
+        }
+        let absorbing = DeviceVec::from_host(dev, &absorbing, "absorbing nodes")?;
+        // sources: u⁺ gains dt² M⁻¹ F, or dt² A₊⁻¹ F on absorbing nodes
+        let absorbing_index = |node: u32| {
+            let new = layout.new_of[node as usize] as usize;
+            (new >= layout.plain && new < layout.skeleton).then(|| new - layout.plain)
+        };
+        let (mut target, mut source, mut coef) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut fdof, mut fsource, mut fweight) = (Vec::new(), Vec::new(), Vec::new());
+        let mut wavelets = Vec::with_capacity(nsrc * steps);
+        for (s, load) in sim.source_loads().enumerate() {
+            for (&dof, &wt) in load.dofs.iter().zip(load.weights) {
+                let (node, c) = (dof as usize / nc, dof as usize % nc);
+                let new = layout.new_of[node] as usize;
+                fdof.push((new * nc + c) as u32);
+                fsource.push(s as u32);
+                fweight.push(-wt);
+                match absorbing_index(node as u32) {
+                    Some(a) => {
+                        let pi = &sim.absorbing_nodes()[a].plus_inv;
+                        for r in 0..nc {
+                            target.push((new * nc + r) as u32);
+                            source.push(s as u32);
+                            coef.push(dt * dt * pi[r * nc + c] * wt);
+                        }
+                    }
+                    None => {
+                        let m = scale_cpu[dof as usize].as_f64();
+                        if m != 0.0 {
+                            target.push((new * nc + c) as u32);
+                            source.push(s as u32);
+                            coef.push(m * wt);
+                        }
+                    }
+                }
+            }
+            wavelets.extend((0..steps).map(|k| load.wavelet.value(k as f64 * dt)));
+        }
+        let inject_target = DeviceVec::from_host(dev, &target, "source dofs")?;
+        let inject_source = DeviceVec::from_host(dev, &source, "source indices")?;
+        let inject_coef = DeviceVec::from_host(dev, &coef, "source weights")?;
+        let wavelets = DeviceVec::from_host(dev, &wavelets, "source time functions")?;
+        let (mut rn, mut rv) = (Vec::new(), Vec::new());
+        for st in sim.receiver_stencils() {
+            rn.extend(st.nodes.iter().map(|&n| layout.new_of[n as usize]));
+            rv.extend_from_slice(st.values);
+        }
+        let receiver_nodes = DeviceVec::from_host(dev, &rn, "receiver nodes")?;
+        let receiver_values = DeviceVec::from_host(dev, &rv, "receiver weights")?;
+        let samples = DeviceVec::zeros(dev, SAMPLE_BATCH * nrec * nc, "receiver samples")?;
+        let kfull = DeviceVec::zeros(dev, nn * nc, "K u for the energy")?;
+        let force_dof = DeviceVec::from_host(dev, &fdof, "source dofs")?;
+        let force_source = DeviceVec::from_host(dev, &fsource, "source indices")?;
+        let force_weight = DeviceVec::from_host(dev, &fweight, "source weights")?;
+        let energy_out = DeviceVec::zeros(dev, 2, "energy")?;
+        Ok(GpuWave {
+            dev: dev.clone(),
+            kernels,
+            shape,
+            layout,
+            space,
+            nelem,
+            u,
+            up,
+            ku,
+            step_scale,
+            skeleton,
+            factors,
+            absorbing,
+            inject_target,
+            inject_source,
+            inject_coef,
+            wavelets,
+            receiver_nodes,
+            receiver_values,
+            samples,
+            pending: 0,
+            pending_from: sim.step_count() + 1,
+            kfull,
+            force_dof,
+            force_source,
+            force_weight,
+            energy_out,
+            nreceivers: nrec,
+            seismograms: sim.seismograms().to_vec(),
+            dt,
+            steps,
+            step: sim.step_count(),
+            check_every: sim.check_every(),
+            energy: sim.energy(),
+            watch: BlowUpWatch::new(sim.source_end()),
+            stiffness_blocks,
+            update_blocks,
+            absorb_blocks,
+        })
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<GpuDevice> {
+        &self.dev
+    }
+    /// The name of the stiffness kernel's specialisation.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {}-D p={} {} ({} elements per block)",
+            if self.shape.elastic {
+                "elastic"
+            } else {
+                "acoustic"
+            },
+            self.shape.dim,
+            self.shape.np - 1,
+            if self.shape.compact {
+                "compact data"
+            } else {
+                "stored data"
+            },
+            self.shape.elems_per_block()
+        )
+    }
+    /// Whether the quadrature data are one value per element and factor.
+    pub fn compact(&self) -> bool {
+        self.shape.compact
+    }
+    /// The field's space (the host's numbering).
+    pub fn space(&self) -> &H1Space {
+        &self.space
+    }
+    /// The time step (s).
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+    /// Steps in the run.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+    /// Steps done.
+    pub fn step_count(&self) -> usize {
+        self.step
+    }
+    /// The time reached (s).
+    pub fn time(&self) -> f64 {
+        self.step as f64 * self.dt
+    }
+    /// Steps between energy checks.
+    pub fn check_every(&self) -> usize {
+        self.check_every
+    }
+    /// The discrete energy at the last check.
+    pub fn energy(&self) -> f64 {
+        self.energy
+    }
+    /// Elements.
+    pub fn num_elements(&self) -> usize {
+        self.nelem
+    }
+    /// Skeleton nodes (updated through the accumulator) and all nodes.
+    pub fn node_counts(&self) -> (usize, usize) {
+        (self.layout.skeleton, self.layout.num_nodes())
+    }
+
+    /// The current field in the host's numbering (an L-vector of [`space`](Self::space)).
+    pub fn field(&self) -> Result<Vec<T>, GpuError> {
+        let g = self.u.to_host()?;
+        let nc = self.shape.ncomp;
+        let mut out = vec![T::zero(); g.len()];
+        for (old, &new) in self.layout.new_of.iter().enumerate() {
+            for c in 0..nc {
+                out[old * nc + c] = g[new as usize * nc + c];
+            }
+        }
+        Ok(out)
+    }
+
+    /// The seismograms so far, `[receiver][component][sample]` with `steps + 1` samples
+    /// per trace (those not reached yet are zero), as [`Simulation::seismograms`].
+    pub fn seismograms(&mut self) -> Result<&[f64], GpuError> {
+        self.flush_samples()?;
+        Ok(&self.seismograms)
+    }
+
+    /// Copies the buffered receiver samples back.
+    fn flush_samples(&mut self) -> Result<(), GpuError> {
+        if self.pending == 0 {
+            return Ok(());
+        }
+        let host = self.samples.to_host()?;
+        let nc = self.shape.ncomp;
+        let per = self.nreceivers * nc;
+        let ns = self.steps + 1;
+        for s in 0..self.pending {
+            let k = self.pending_from + s;
+            for (t, &v) in host[s * per..(s + 1) * per].iter().enumerate() {
+                self.seismograms[t * ns + k] = v;
+            }
+        }
+        self.pending_from += self.pending;
+        self.pending = 0;
+        Ok(())
+    }
+
+    /// Runs the steps up to `target` (at most the run's steps), checking the energy after
+    /// the last one when `check`.
+    pub fn run_to(&mut self, target: usize, check: bool) -> Result<(), GpuWaveError> {
+        let target = target.min(self.steps);
+        while self.step < target {
+            self.advance(check && self.step + 1 == target)?;
+        }
+        Ok(())
+    }
+
+    /// One step, computing the energy and checking for a blow-up when `check`.
+    pub fn advance(&mut self, check: bool) -> Result<(), GpuWaveError> {
+        if self.step >= self.steps {
+            return Ok(());
+        }
+        self.launch_stiffness(check)?;
+        self.launch_updates(check)?;
+        self.launch_sources(check)?;
+        std::mem::swap(&mut self.u, &mut self.up);
+        self.step += 1;
+        self.launch_record()?;
+        if check {
+            self.energy = self.sum_energy()?;
+            if let Some(what) = self.watch.check(self.energy, self.time()) {
+                let u = self.field()?;
+                return Err(blow_up_error(&self.space, &u, self.step, self.time(), what).into());
+            }
+        }
+        Ok(())
+    }
+
+    /// `kfull` on energy steps, a null pointer otherwise.
+    fn kfull_arg(&self, check: bool) -> KfullArg<'_, T> {
+        if check {
+            KfullArg::Vector(self.kfull.slice())
+        } else {
+            KfullArg::Null(0)
+        }
+    }
+
+    /// The stiffness kernel: `K u` and the interior nodes' update into `up`, the skeleton's
+    /// sums into `ku`.
+    fn launch_stiffness(&self, check: bool) -> Result<(), GpuError> {
+        let cfg = LaunchConfig {
+            grid_dim: (self.stiffness_blocks as u32, 1, 1),
+            block_dim: (self.shape.block_threads() as u32, 1, 1),
+            shared_mem_bytes: self.shape.shared_bytes(std::mem::size_of::<T>()) as u32,
+        };
+        let (ne, nskel) = (self.nelem as u32, self.layout.skeleton as u32);
+        let kfull = self.kfull_arg(check);
+        let mut b = self.dev.stream().launch_builder(&self.kernels.stiffness);
+        b.arg(&ne)
+            .arg(&nskel)
+            .arg(self.u.slice())
+            .arg(self.up.slice())
+            .arg(self.ku.slice())
+            .arg(self.step_scale.slice())
+            .arg(self.skeleton.slice())
+            .arg(self.factors.slice());
+        kfull.push(&mut b);
+        // SAFETY: matches wave_stiffness's parameters; every index is within the buffers
+        // by the layout's construction.
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_stiffness"))?;
+        Ok(())
+    }
+
+    /// The skeleton's plain and absorbing updates into `up`, zeroing `ku`.
+    fn launch_updates(&self, check: bool) -> Result<(), GpuError> {
+        let nplain = self.layout.plain as u32;
+        let nabs = (self.layout.skeleton - self.layout.plain) as u32;
+        let kfull = self.kfull_arg(check);
+        if nplain > 0 {
+            let cfg = LaunchConfig {
+                grid_dim: (self.update_blocks as u32, 1, 1),
+                block_dim: (VECTOR_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.dev.stream().launch_builder(&self.kernels.update);
+            b.arg(&nplain)
+                .arg(self.u.slice())
+                .arg(self.up.slice())
+                .arg(self.ku.slice())
+                .arg(self.step_scale.slice());
+            kfull.push(&mut b);
+            // SAFETY: matches wave_update's parameters.
+            unsafe { b.launch(cfg) }.map_err(launch_err("wave_update"))?;
+        }
+        if nabs > 0 {
+            let cfg = LaunchConfig {
+                grid_dim: (self.absorb_blocks as u32, 1, 1),
+                block_dim: (VECTOR_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let dt2 = self.dt * self.dt;
+            let mut b = self.dev.stream().launch_builder(&self.kernels.absorb);
+            b.arg(&nabs)
+                .arg(&nplain)
+                .arg(&dt2)
+                .arg(self.u.slice())
+                .arg(self.up.slice())
+                .arg(self.ku.slice())
+                .arg(self.absorbing.slice());
+            kfull.push(&mut b);
+            // SAFETY: matches wave_absorb's parameters.
+            unsafe { b.launch(cfg) }.map_err(launch_err("wave_absorb"))?;
+        }
+        Ok(())
+    }
+
+    /// The sources at the current step, into `up` (and, on energy steps, their load out of
+    /// `kfull`).
+    fn launch_sources(&self, check: bool) -> Result<(), GpuError> {
+        let k = self.step as u32;
+        let launch = |target: &DeviceVec<u32>,
+                      source: &DeviceVec<u32>,
+                      coef: &DeviceVec<f64>,
+                      field: &CudaSlice<T>|
+         -> Result<(), GpuError> {
+            let n = target.len() as u32;
+            if n == 0 {
+                return Ok(());
+            }
+            let ns = self.steps as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks(n as usize) as u32, 1, 1),
+                block_dim: (VECTOR_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.dev.stream().launch_builder(&self.kernels.inject);
+            b.arg(&n)
+                .arg(&k)
+                .arg(&ns)
+                .arg(target.slice())
+                .arg(source.slice())
+                .arg(coef.slice())
+                .arg(self.wavelets.slice())
+                .arg(field);
+            // SAFETY: matches wave_inject's parameters.
+            unsafe { b.launch(cfg) }.map_err(launch_err("wave_inject"))?;
+            Ok(())
+        };
+        launch(
+            &self.inject_target,
+            &self.inject_source,
+            &self.inject_coef,
+            self.up.slice(),
+        )?;
+        if check {
+            launch(
+                &self.force_dof,
+                &self.force_source,
+                &self.force_weight,
+                self.kfull.slice(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Samples the receivers on the current field into the device buffer.
+    fn launch_record(&mut self) -> Result<(), GpuError> {
+        if self.nreceivers == 0 {
+            return Ok(());
+        }
+        if self.pending == SAMPLE_BATCH {
+            self.flush_samples()?;
+        }
+        let nr = self.nreceivers as u32;
+        let per = self.nreceivers * self.shape.ncomp;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks(per) as u32, 1, 1),
+            block_dim: (VECTOR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let range = self.pending * per..(self.pending + 1) * per;
+        {
+            let mut out = self.samples.slice_mut().slice_mut(range);
+            let mut b = self.dev.stream().launch_builder(&self.kernels.record);
+            b.arg(&nr)
+                .arg(self.receiver_nodes.slice())
+                .arg(self.receiver_values.slice())
+                .arg(self.u.slice())
+                .arg(&mut out);
+            // SAFETY: matches wave_record's parameters.
+            unsafe { b.launch(cfg) }.map_err(launch_err("wave_record"))?;
+        }
+        self.pending += 1;
+        Ok(())
+    }
+
+    /// The bytes and flops of one step by the kernels' model: the field read once, the
+    /// previous field read and overwritten, `dt²/m` read, the skeleton offsets and the
+    /// quadrature data read once; the sum-factorised gradient and its transpose, the
+    /// pointwise physics and the update.
+    pub fn model(&self) -> WaveModel {
+        let tb = std::mem::size_of::<T>() as f64;
+        let nn = self.layout.num_nodes() as f64;
+        let nc = self.shape.ncomp as f64;
+        let absorbing = (self.layout.skeleton - self.layout.plain) as f64;
+        let bytes = (3.0 * nc + 1.0) * nn * tb
+            + 4.0 * self.layout.skeleton_nodes.len() as f64
+            + tb * self.factors.len() as f64
+            + absorbing * (1.0 + 2.0 * nc * nc) * 8.0;
+        let (d, np) = (self.shape.dim as f64, self.shape.np as f64);
+        let npe = self.shape.npe() as f64;
+        let contractions = 2.0 * nc * d * npe * 2.0 * np;
+        let physics = if self.shape.elastic {
+            4.0 * d * d * d + 3.0 * d * d + d
+        } else {
+            d * (2.0 * d - 1.0)
+        };
+        let flops = self.nelem as f64 * (contractions + physics * npe) + 4.0 * nc * nn;
+        WaveModel { bytes, flops }
+    }
+
+    /// Times the device's step (`reps` steps after `warmup`, median of per-step event
+    /// times) and the stiffness kernel alone; consumes the simulation, whose state the
+    /// stiffness-only launches leave meaningless.
+    pub fn benchmark(mut self, warmup: usize, reps: usize) -> Result<WaveTimings, GpuError> {
+        let timer = crate::GpuTimer::new(&self.dev);
+        // a step for every timed and warm-up one, whatever the run's length
+        self.steps = usize::MAX / 2;
+        self.step = 0;
+        let steps = timer.time(warmup, reps, || {
+            self.launch_stiffness(false)?;
+            self.launch_updates(false)?;
+            std::mem::swap(&mut self.u, &mut self.up);
+            Ok(())
+        })?;
+        let stiffness = timer.time(warmup, reps, || self.launch_stiffness(false))?;
+        Ok(WaveTimings {
+            step: crate::median(&steps),
+            stiffness: crate::median(&stiffness),
+        })
+    }
+
+    /// `½ (kinetic + potential)` of the last step, as [`Simulation`] computes it: the sum
+    /// of `(u⁺ − u)² m / dt²` and of `u⁺ · (K u − F)` over the dofs not held at zero.
+    fn sum_energy(&mut self) -> Result<f64, GpuError> {
+        self.energy_out.fill_zero()?;
+        let n = self.layout.num_nodes() as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks(n as usize).min(4 * self.dev.sm_count()) as u32, 1, 1),
+            block_dim: (VECTOR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.dev.stream().launch_builder(&self.kernels.energy);
+        b.arg(&n)
+            .arg(self.u.slice())
+            .arg(self.up.slice())
+            .arg(self.kfull.slice())
+            .arg(self.step_scale.slice())
+            .arg(self.energy_out.slice_mut());
+        // SAFETY: matches wave_energy's parameters.
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_energy"))?;
+        let e = self.energy_out.to_host()?;
+        Ok(0.5 * e[0] + 0.5 * e[1])
+    }
+
+    /// Waits for the queued steps.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.dev.synchronize()
+    }
+}
