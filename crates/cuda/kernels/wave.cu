@@ -27,6 +27,152 @@
 #define NPLANE 0
 #endif
 
+#if DIM == 2 && NP > 2
+// 2-D from order 2: one thread per line of an element (EPB elements of NP threads per block), the 1-D
+// derivative matrix as compile-time constants (WDK, uniform across the warp: the
+// contractions' coefficients are constant-bank operands, no loads). Row phase: a thread
+// gathers its row, forms d/dxi along it; column phase: d/deta along its column, the physics
+// at the column's points, the transposed d/deta; row phase: the transposed d/dxi, the sum,
+// the update or the skeleton's accumulation. Four shared arrays per component: u, d/dxi,
+// the xi-flux and the eta-part of the result, [EPB][NC][NP][NP]. (At order 1, two threads
+// per element leave too little to overlap: the point kernel below is faster there.)
+
+// Skeleton slot (>= 0) or -(interior index) - 1 of local node (i, j).
+__device__ __forceinline__ int wave_slot2(int i, int j) {
+    if (j == 0) return i;
+    if (j == NP - 1) return NP + 2 * (NP - 2) + i;
+    if (i == 0) return NP + 2 * (j - 1);
+    if (i == NP - 1) return NP + 2 * (j - 1) + 1;
+    return -((j - 1) * (NP - 2) + (i - 1)) - 1;
+}
+
+extern "C" __global__ void __launch_bounds__(EPB * NP)
+wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+               real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
+               const u32* FF_RESTRICT skel, const real* FF_RESTRICT fac,
+               real* FF_RESTRICT kfull) {
+    extern __shared__ __align__(16) unsigned char wave_smem[];
+    real* sm = (real*)wave_smem;
+    const int le = threadIdx.x / NP;
+    const int t = threadIdx.x - le * NP;  // row j in the row phases, column i in the column one
+    const u32 e = blockIdx.x * EPB + le;
+    const bool active = e < nelem;
+    const size_t ee = active ? e : 0;
+    // [4][NC][NP][NP] per element: u, d/dxi, xi-flux, eta-result
+    real* se = sm + le * 4 * NC * NP * NP;
+#define S2(a, c, j, i) se[(((a) * NC + (c)) * NP + (j)) * NP + (i)]
+    // row phase: gather row t, d/dxi along it
+    u32 node[NP];
+    real uv[NC][NP];
+#pragma unroll
+    for (int i = 0; i < NP; ++i) {
+        const int slot = wave_slot2(i, t);
+        node[i] = slot >= 0 ? skel[ee * NSKEL + slot] : nskel + (u32)ee * NINT + (u32)(-slot - 1);
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            uv[c][i] = active ? u[(size_t)node[i] * NC + c] : (real)0;
+            S2(0, c, t, i) = uv[c][i];
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int q = 0; q < NP; ++q) {
+            real a = 0;
+#pragma unroll
+            for (int m = 0; m < NP; ++m) a += WDK[q * NP + m] * uv[c][m];
+            S2(1, c, t, q) = a;
+        }
+    __syncthreads();
+    // column phase: column t, points (t, m)
+    {
+        const real wt = __ldg(&W1G[t]);
+        real fx[NC][NP], fy[NC][NP];
+#pragma unroll
+        for (int m = 0; m < NP; ++m) {
+            real g[NC][2];
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+                real a = 0;
+#pragma unroll
+                for (int k = 0; k < NP; ++k) a += WDK[m * NP + k] * S2(0, c, k, t);
+                g[c][0] = S2(1, c, m, t);
+                g[c][1] = a;
+            }
+            const int l = m * NP + t;
+            real q[NF];
+#pragma unroll
+            for (int f = 0; f < NF; ++f) {
+#if COMPACT
+                const real v = fac[ee * NF + f];
+                q[f] = ((WEIGHTED >> f) & 1) ? v * (W1C[m] * wt) : v;
+#else
+                q[f] = fac[(ee * NF + f) * NPE + l];
+#endif
+            }
+#if ELASTIC
+            real h[2][2];
+#pragma unroll
+            for (int c = 0; c < 2; ++c)
+#pragma unroll
+                for (int kk = 0; kk < 2; ++kk) h[c][kk] = g[c][0] * q[kk] + g[c][1] * q[2 + kk];
+            const real lt = q[4] * (h[0][0] + h[1][1]);
+            const real wm = q[5];
+            real sg[2][2];
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+#pragma unroll
+                for (int kk = 0; kk < 2; ++kk) sg[c][kk] = wm * (h[c][kk] + h[kk][c]);
+                sg[c][c] += lt;
+            }
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                fx[c][m] = q[0] * sg[c][0] + q[1] * sg[c][1];
+                fy[c][m] = q[2] * sg[c][0] + q[3] * sg[c][1];
+            }
+#else
+            fx[0][m] = q[0] * g[0][0] + q[1] * g[0][1];
+            fy[0][m] = q[1] * g[0][0] + q[2] * g[0][1];
+#endif
+        }
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int k = 0; k < NP; ++k) {
+                real a = 0;
+#pragma unroll
+                for (int m = 0; m < NP; ++m) a += WDK[m * NP + k] * fy[c][m];
+                S2(3, c, k, t) = a;
+                S2(2, c, k, t) = fx[c][k];
+            }
+    }
+    __syncthreads();
+    // row phase: the transposed d/dxi of row t, plus the eta part; update or accumulate
+    if (!active) return;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        real fr[NP];
+#pragma unroll
+        for (int m = 0; m < NP; ++m) fr[m] = S2(2, c, t, m);
+#pragma unroll
+        for (int i = 0; i < NP; ++i) {
+            real r = S2(3, c, t, i);
+#pragma unroll
+            for (int m = 0; m < NP; ++m) r += WDK[m * NP + i] * fr[m];
+            const size_t d = (size_t)node[i] * NC + c;
+            const bool interior = t > 0 && t < NP - 1 && i > 0 && i < NP - 1;
+            if (interior) {
+                const real sc = step_scale[node[i]];
+                up[d] = (real)2 * uv[c][i] - up[d] - sc * r;
+                if (kfull != nullptr) kfull[d] = r;
+            } else {
+                atomicAdd(&ku[d], r);
+            }
+        }
+    }
+#undef S2
+}
+#else
 extern "C" __global__ void __launch_bounds__(EPB * NPE)
 wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
                real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
@@ -224,6 +370,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
         }
     }
 }
+#endif
 
 // The plain leapfrog update of skeleton nodes 0..n: u+ = 2u - u- - (dt^2/m) (K u), into
 // up; the accumulator is zeroed for the next step (and copied to kfull on energy steps).

@@ -338,6 +338,7 @@ fn wave_kernels_compile_for_sm90() {
                 let slots = LocalSlots::new(dim, np);
                 let d = vec![0.5; np * np];
                 let w = vec![0.25; npe];
+                let w1 = vec![0.5; np];
                 for f32 in [false, true] {
                     let compact = f32 == (p % 2 == 0);
                     let shape = WaveKernelShape {
@@ -350,9 +351,9 @@ fn wave_kernels_compile_for_sm90() {
                         weighted: if elastic { 0b11 << (dim * dim) } else { 0b111 },
                     };
                     let spec = if f32 {
-                        wave_kernel::<f32>(&shape, &d, &w, &slots)
+                        wave_kernel::<f32>(&shape, &d, &w1, &w, &slots)
                     } else {
-                        wave_kernel::<f64>(&shape, &d, &w, &slots)
+                        wave_kernel::<f64>(&shape, &d, &w1, &w, &slots)
                     };
                     let c = compile_uncached(&spec, Target::Cubin(90))
                         .unwrap_or_else(|e| panic!("{}: {e}", spec.name));

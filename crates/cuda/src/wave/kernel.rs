@@ -33,13 +33,27 @@ impl WaveKernelShape {
     pub fn npe(&self) -> usize {
         self.np.pow(self.dim as u32)
     }
+    /// Whether the stiffness kernel takes a thread per line of an element (2-D from order
+    /// 2) rather than a thread per point.
+    pub fn per_line(&self) -> bool {
+        self.dim == 2 && self.np > 2
+    }
+    /// Threads per element of the stiffness kernel: one per line ([`per_line`](Self::per_line))
+    /// or one per point.
+    pub fn threads_per_elem(&self) -> usize {
+        if self.per_line() {
+            self.np
+        } else {
+            self.npe()
+        }
+    }
     /// Elements per block of the stiffness kernel.
     pub fn elems_per_block(&self) -> usize {
-        (TARGET_THREADS / self.npe()).max(1)
+        (TARGET_THREADS / self.threads_per_elem()).max(1)
     }
     /// Threads per block of the stiffness kernel.
     pub fn block_threads(&self) -> usize {
-        self.elems_per_block() * self.npe()
+        self.elems_per_block() * self.threads_per_elem()
     }
     /// Whether the derivative matrix is read from shared memory (large 3-D elements, whose
     /// rows and columns would take too many registers).
@@ -48,6 +62,9 @@ impl WaveKernelShape {
     }
     /// Dynamic shared memory of the stiffness kernel in bytes for scalars of `bytes`.
     pub fn shared_bytes(&self, bytes: usize) -> usize {
+        if self.per_line() {
+            return self.elems_per_block() * 4 * self.ncomp * self.npe() * bytes;
+        }
         let per_elem = self.ncomp * self.npe() * (1 + self.dim);
         let d = if self.derivative_in_shared() {
             self.np * self.np
@@ -59,10 +76,12 @@ impl WaveKernelShape {
 }
 
 /// The kernels of `shape` in precision `T`, with the 1-D derivative matrix `d`
-/// (`d[q * np + m] = l_m'(x_q)`), the tensor weights `w` of the points and the local slots.
+/// (`d[q * np + m] = l_m'(x_q)`), the 1-D weights `w1`, the tensor weights `w` of the
+/// points (lexicographic) and the local slots.
 pub fn wave_kernel<T: GpuReal>(
     shape: &WaveKernelShape,
     d: &[f64],
+    w1: &[f64],
     w: &[f64],
     slots: &LocalSlots,
 ) -> KernelSpec {
@@ -75,6 +94,26 @@ pub fn wave_kernel<T: GpuReal>(
     };
     let _ = writeln!(tables, "__device__ real WD[{}] = {{{}}};", d.len(), list(d));
     let _ = writeln!(tables, "__device__ real WQ[{}] = {{{}}};", w.len(), list(w));
+    // the same matrix and the 1-D weights in constant memory, for reads at indices the
+    // compiler knows (uniform across the warp: constant-bank operands)
+    let _ = writeln!(
+        tables,
+        "__constant__ real WDK[{}] = {{{}}};",
+        d.len(),
+        list(d)
+    );
+    let _ = writeln!(
+        tables,
+        "__constant__ real W1C[{}] = {{{}}};",
+        w1.len(),
+        list(w1)
+    );
+    let _ = writeln!(
+        tables,
+        "__device__ real W1G[{}] = {{{}}};",
+        w1.len(),
+        list(w1)
+    );
     let _ = writeln!(
         tables,
         "__device__ short WSLOT[{}] = {{{}}};",

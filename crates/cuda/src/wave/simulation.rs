@@ -284,7 +284,7 @@ impl<T: GpuReal> GpuWave<T> {
         }
         // the kernels
         let d = &basis.grad;
-        let spec = wave_kernel::<T>(&shape, d, &tensor_w, &layout.local);
+        let spec = wave_kernel::<T>(&shape, d, w1, &tensor_w, &layout.local);
         let f = |name: &str| dev.function(&spec, name);
         let kernels = Kernels {
             stiffness: f("wave_stiffness")?,
@@ -433,7 +433,7 @@ impl<T: GpuReal> GpuWave<T> {
     /// The name of the stiffness kernel's specialisation.
     pub fn describe(&self) -> String {
         format!(
-            "{} {}-D p={} {} ({} elements per block)",
+            "{} {}-D p={} {} ({} elements per block, a thread per {})",
             if self.shape.elastic {
                 "elastic"
             } else {
@@ -446,7 +446,12 @@ impl<T: GpuReal> GpuWave<T> {
             } else {
                 "stored data"
             },
-            self.shape.elems_per_block()
+            self.shape.elems_per_block(),
+            if self.shape.per_line() {
+                "line"
+            } else {
+                "point"
+            }
         )
     }
     /// Whether the quadrature data are one value per element and factor.
