@@ -276,3 +276,23 @@ fn gpu_time_loop_equals_the_cpu_in_f32() {
     let Some(dev) = gpu() else { return };
     all_cases::<f32>(&dev, 1e-4);
 }
+
+#[test]
+fn orders_beyond_the_kernels_are_refused_for_the_cpu() {
+    let Some(dev) = gpu() else { return };
+    let case = Case {
+        dim: 2,
+        n: vec![3, 3],
+        perturb: 0.0,
+        kind: WaveKind::Acoustic,
+        order: ferrofem_cuda::wave::MAX_GPU_ORDER + 1,
+        varying: false,
+        boundaries: Vec::new(),
+    };
+    let sim = Simulation::<f64>::new(&case.mesh(), &case.setup()).unwrap();
+    let e = GpuWave::new(&dev, &sim).err().expect("refused");
+    assert!(
+        matches!(e, ferrofem_cuda::GpuError::Unsupported(_)) && e.to_string().contains("order 9"),
+        "{e}"
+    );
+}

@@ -11,4 +11,4 @@ mod simulation;
 
 pub use kernel::{wave_kernel, WaveKernelShape};
 pub use layout::{LocalSlots, WaveLayout};
-pub use simulation::{GpuWave, GpuWaveError, WaveModel, WaveTimings};
+pub use simulation::{GpuWave, GpuWaveError, WaveModel, WaveTimings, MAX_GPU_ORDER};

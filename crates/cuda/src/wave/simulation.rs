@@ -10,6 +10,10 @@ use ferrofem_space::H1Space;
 use ferrofem_wave::{blow_up_error, BlowUpWatch, Simulation, WaveError, WaveKind};
 use std::sync::Arc;
 
+/// The highest order the wave kernels are specialised and tested for (higher orders run on
+/// the CPU).
+pub const MAX_GPU_ORDER: usize = 8;
+
 /// Threads per block of the vector kernels.
 const VECTOR_BLOCK: u32 = 256;
 
@@ -226,9 +230,9 @@ impl<T: GpuReal> GpuWave<T> {
                 w1[i] * w1[j] * if dim == 3 { w1[kk] } else { 1.0 }
             })
             .collect();
-        if npe > 1024 {
+        if np - 1 > MAX_GPU_ORDER {
             return Err(GpuError::Unsupported(format!(
-                "order {} in {dim}-D: the GPU wave kernels take one thread per point, at most 1024 per element (3-D orders up to 9)",
+                "order {}: the GPU wave kernels are built and tested for orders 1 to {MAX_GPU_ORDER}",
                 np - 1
             )));
         }
