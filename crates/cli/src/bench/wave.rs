@@ -113,11 +113,27 @@ fn run_in_pool(a: &WaveBenchArgs, threads: usize) -> Result<(), CliError> {
         return Err(CliError::Usage("--elements: 1 to 1e9".into()));
     }
     let copy = measure_copy_bandwidth(1 << 28, threads);
+    run_orders(a, &format!("{threads} thread(s)"), copy, |p| {
+        match a.precision {
+            Precision::F64 => measure::<f64>(a, p, threads, copy),
+            Precision::F32 => measure::<f32>(a, p, threads, copy),
+        }
+    })
+}
+
+/// Prints the copy bandwidth `copy` (GB/s) measured on `place` and the table's header
+/// (unless `--json`), then the record of every order.
+fn run_orders(
+    a: &WaveBenchArgs,
+    place: &str,
+    copy: f64,
+    measure: impl Fn(usize) -> Result<Record, CliError>,
+) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if !a.json {
         writeln!(
             out,
-            "copy bandwidth {copy:.1} GB/s on {threads} thread(s); {} {}-D, {}",
+            "copy bandwidth {copy:.1} GB/s on {place}; {} {}-D, {}",
             kind_name(a.kind),
             a.dim,
             a.precision.name()
@@ -125,11 +141,7 @@ fn run_in_pool(a: &WaveBenchArgs, threads: usize) -> Result<(), CliError> {
         writeln!(out, "{HEADER}")?;
     }
     for &p in &a.order {
-        let rec = match a.precision {
-            Precision::F64 => measure::<f64>(a, p, threads, copy)?,
-            Precision::F32 => measure::<f32>(a, p, threads, copy)?,
-        };
-        emit(&mut out, &rec, a.json)?;
+        emit(&mut out, &measure(p)?, a.json)?;
     }
     Ok(())
 }
@@ -295,26 +307,10 @@ fn run_gpu(
     }
     let gpu_err = |e| CliError::Pipeline(ferrofem_driver::PipelineError::Gpu(e));
     let copy = ferrofem_cuda::blas::copy_bandwidth(dev, 1 << 30, 20).map_err(gpu_err)? / 1e9;
-    let mut out = std::io::stdout().lock();
-    if !a.json {
-        writeln!(
-            out,
-            "copy bandwidth {copy:.1} GB/s on {}; {} {}-D, {}",
-            dev.name(),
-            kind_name(a.kind),
-            a.dim,
-            a.precision.name()
-        )?;
-        writeln!(out, "{HEADER}")?;
-    }
-    for &p in &a.order {
-        let rec = match a.precision {
-            Precision::F64 => measure_gpu::<f64>(a, p, dev, copy)?,
-            Precision::F32 => measure_gpu::<f32>(a, p, dev, copy)?,
-        };
-        emit(&mut out, &rec, a.json)?;
-    }
-    Ok(())
+    run_orders(a, dev.name(), copy, |p| match a.precision {
+        Precision::F64 => measure_gpu::<f64>(a, p, dev, copy),
+        Precision::F32 => measure_gpu::<f32>(a, p, dev, copy),
+    })
 }
 
 #[cfg(feature = "cuda")]
