@@ -27,6 +27,58 @@
 #define NPLANE 0
 #endif
 
+// The pointwise physics: the reference flux f[c][a] from the reference gradients g[c][a]
+// and the point's data q (acoustic: the packed metric times 1/rho; elastic: J^-1 row-major,
+// lambda w det J, mu w det J), as the CPU's Diffusion and Elastic forms.
+__device__ __forceinline__ void wave_flux(const real (&g)[NC][DIM], const real (&q)[NF],
+                                          real (&f)[NC][DIM]) {
+#if ELASTIC
+    real h[DIM][DIM];
+#pragma unroll
+    for (int c = 0; c < DIM; ++c)
+#pragma unroll
+        for (int kk = 0; kk < DIM; ++kk) {
+            real acc = 0;
+#pragma unroll
+            for (int r = 0; r < DIM; ++r) acc += g[c][r] * q[r * DIM + kk];
+            h[c][kk] = acc;
+        }
+    real tr = 0;
+#pragma unroll
+    for (int c = 0; c < DIM; ++c) tr += h[c][c];
+    const real wl = q[DIM * DIM], wm = q[DIM * DIM + 1];
+    const real lt = wl * tr;
+    real s[DIM][DIM];
+#pragma unroll
+    for (int c = 0; c < DIM; ++c) {
+#pragma unroll
+        for (int kk = 0; kk < DIM; ++kk) s[c][kk] = wm * (h[c][kk] + h[kk][c]);
+        s[c][c] += lt;
+    }
+#pragma unroll
+    for (int c = 0; c < DIM; ++c)
+#pragma unroll
+        for (int r = 0; r < DIM; ++r) {
+            real acc = 0;
+#pragma unroll
+            for (int kk = 0; kk < DIM; ++kk) acc += q[r * DIM + kk] * s[c][kk];
+            f[c][r] = acc;
+        }
+#else
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+#if DIM == 2
+        f[c][0] = q[0] * g[c][0] + q[1] * g[c][1];
+        f[c][1] = q[1] * g[c][0] + q[2] * g[c][1];
+#else
+        f[c][0] = q[0] * g[c][0] + q[1] * g[c][1] + q[2] * g[c][2];
+        f[c][1] = q[1] * g[c][0] + q[3] * g[c][1] + q[4] * g[c][2];
+        f[c][2] = q[2] * g[c][0] + q[4] * g[c][1] + q[5] * g[c][2];
+#endif
+    }
+#endif
+}
+
 #if DIM == 2 && NP > 2
 // 2-D from order 2: one thread per line of an element (EPB elements of NP threads per block), the 1-D
 // derivative matrix as compile-time constants (WDK, uniform across the warp: the
@@ -110,30 +162,13 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
                 q[f] = fac[(ee * NF + f) * NPE + l];
 #endif
             }
-#if ELASTIC
-            real h[2][2];
+            real f[NC][DIM];
+            wave_flux(g, q, f);
 #pragma unroll
-            for (int c = 0; c < 2; ++c)
-#pragma unroll
-                for (int kk = 0; kk < 2; ++kk) h[c][kk] = g[c][0] * q[kk] + g[c][1] * q[2 + kk];
-            const real lt = q[4] * (h[0][0] + h[1][1]);
-            const real wm = q[5];
-            real sg[2][2];
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-#pragma unroll
-                for (int kk = 0; kk < 2; ++kk) sg[c][kk] = wm * (h[c][kk] + h[kk][c]);
-                sg[c][c] += lt;
+            for (int c = 0; c < NC; ++c) {
+                fx[c][m] = f[c][0];
+                fy[c][m] = f[c][1];
             }
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-                fx[c][m] = q[0] * sg[c][0] + q[1] * sg[c][1];
-                fy[c][m] = q[2] * sg[c][0] + q[3] * sg[c][1];
-            }
-#else
-            fx[0][m] = q[0] * g[0][0] + q[1] * g[0][1];
-            fy[0][m] = q[1] * g[0][0] + q[2] * g[0][1];
-#endif
         }
 #pragma unroll
         for (int c = 0; c < NC; ++c)
@@ -285,53 +320,14 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #endif
     }
     // the flux in reference coordinates
-#if ELASTIC
     {
-        real h[DIM][DIM];
+        real f[NC][DIM];
+        wave_flux(g, q, f);
 #pragma unroll
-        for (int c = 0; c < DIM; ++c)
+        for (int c = 0; c < NC; ++c)
 #pragma unroll
-            for (int kk = 0; kk < DIM; ++kk) {
-                real acc = 0;
-#pragma unroll
-                for (int r = 0; r < DIM; ++r) acc += g[c][r] * q[r * DIM + kk];
-                h[c][kk] = acc;
-            }
-        real tr = 0;
-#pragma unroll
-        for (int c = 0; c < DIM; ++c) tr += h[c][c];
-        const real wl = q[DIM * DIM], wm = q[DIM * DIM + 1];
-        const real lt = wl * tr;
-        real s[DIM][DIM];
-#pragma unroll
-        for (int c = 0; c < DIM; ++c) {
-#pragma unroll
-            for (int kk = 0; kk < DIM; ++kk) s[c][kk] = wm * (h[c][kk] + h[kk][c]);
-            s[c][c] += lt;
-        }
-#pragma unroll
-        for (int c = 0; c < DIM; ++c)
-#pragma unroll
-            for (int r = 0; r < DIM; ++r) {
-                real acc = 0;
-#pragma unroll
-                for (int kk = 0; kk < DIM; ++kk) acc += q[r * DIM + kk] * s[c][kk];
-                sfe[(c * DIM + r) * NPE + l] = acc;
-            }
+            for (int r = 0; r < DIM; ++r) sfe[(c * DIM + r) * NPE + l] = f[c][r];
     }
-#else
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-#if DIM == 2
-        sfe[(c * 2 + 0) * NPE + l] = q[0] * g[c][0] + q[1] * g[c][1];
-        sfe[(c * 2 + 1) * NPE + l] = q[1] * g[c][0] + q[2] * g[c][1];
-#else
-        sfe[(c * 3 + 0) * NPE + l] = q[0] * g[c][0] + q[1] * g[c][1] + q[2] * g[c][2];
-        sfe[(c * 3 + 1) * NPE + l] = q[1] * g[c][0] + q[3] * g[c][1] + q[4] * g[c][2];
-        sfe[(c * 3 + 2) * NPE + l] = q[2] * g[c][0] + q[4] * g[c][1] + q[5] * g[c][2];
-#endif
-    }
-#endif
     __syncthreads();
     // the transposed gradient: r_c at node l
     real r[NC];
