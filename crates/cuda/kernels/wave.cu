@@ -8,24 +8,23 @@
 // NC (components), ELASTIC, COMPACT (1: one value per element and factor, times the
 // tensor weight for the factors in WEIGHTED; 0: a value per point), NF (factors per
 // point), WEIGHTED (bit mask), EPB (elements per block), NSKEL and NINT (skeleton and
-// interior nodes of an element), DSHARED (1: the derivative matrix read from shared
-// memory instead of registers). The host prepends the tables, in global memory: their
-// reads differ between the lanes of a warp, which the constant cache would serialise,
-// while L1 serves them in one request:
+// interior nodes of an element). The host prepends the tables. In global memory, for
+// reads that differ between the lanes of a warp (which the constant cache would
+// serialise, while L1 serves them in one request):
 //   __device__ real WD[NP * NP];  // WD[q * NP + m] = l_m'(x_q), GLL Lagrange derivatives
 //   __device__ real WQ[NPE];      // tensor weights of the points, lexicographic
+//   __device__ real W1G[NP];      // 1-D GLL weights
 //   __device__ short WSLOT[NPE];  // >= 0: skeleton slot; < 0: -(interior index) - 1
+// In constant memory, for reads at indices the compiler knows (uniform across the warp:
+// constant-bank operands of the contractions): WDK (= WD) and W1C (= W1G).
+//
+// From order 2 the stiffness kernel takes a thread per line of an element (the pencil
+// form); at order 1, where a line leaves too little work to overlap, a thread per point.
 //
 // Node numbering: the NSKEL skeleton nodes of element e through skel[e * NSKEL + slot]
 // (global nodes below nskel), its interior nodes at nskel + e * NINT + index. Fields are
 // interleaved by node: dof = node * NC + c. step_scale holds dt^2 / m per node (0 on nodes
 // held at zero).
-
-#if DIM == 3
-#define NPLANE (NP * NP)
-#else
-#define NPLANE 0
-#endif
 
 // The pointwise physics: the reference flux f[c][a] from the reference gradients g[c][a]
 // and the point's data q (acoustic: the packed metric times 1/rho; elastic: J^-1 row-major,
@@ -207,7 +206,176 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
     }
 #undef S2
 }
+#elif DIM == 3 && NP > 2
+// 3-D from order 2: one thread per line of an element (EPB elements of NP^2 threads per
+// block), the 1-D derivative matrix as constant-bank operands. Thread t = a + NP b of an
+// element plays the x-line (j, k) = (a, b), the y-line (i, k) = (a, b) or the z-column
+// (i, j) = (a, b). Phases, a barrier after each of the first four:
+//   1 x-lines: gather u (kept in registers for the update), d/dxi        -> sU, sX
+//   2 y-lines: d/deta                                                      -> sY
+//   3 z-columns: d/dzeta, the physics at the column's points; the xi- and eta-fluxes
+//     overwrite sX and sY, the transposed d/dzeta of the zeta-flux overwrites sU
+//   4 y-lines: the transposed d/deta of the eta-flux, added to sU
+//   5 x-lines: the transposed d/dxi of the xi-flux plus sU; the update or the skeleton's
+//     accumulation.
+// Three shared arrays per component, [EPB][3][NC][NP][NP][PR], rows of odd pitch PR so that
+// the x-line phases' lanes (rows PR apart) fall in distinct banks.
+#define PR (NP | 1)
+#define PP (NP * PR)
+#define PE (NP * PP)
+
+extern "C" __global__ void __launch_bounds__(EPB * NP * NP)
+wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+               real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
+               const u32* FF_RESTRICT skel, const real* FF_RESTRICT fac,
+               real* FF_RESTRICT kfull) {
+    extern __shared__ __align__(16) unsigned char wave_smem[];
+    real* sm = (real*)wave_smem;
+    const int le = threadIdx.x / (NP * NP);
+    const int t = threadIdx.x - le * (NP * NP);
+    const int a = t % NP, b = t / NP;
+    const u32 e = blockIdx.x * EPB + le;
+    const bool active = e < nelem;
+    const size_t ee = active ? e : 0;
+    real* se = sm + le * 3 * NC * PE;
+#define S3(arr, c, k, j, i) se[((arr) * NC + (c)) * PE + (k) * PP + (j) * PR + (i)]
+    // phase 1: x-line (j, k) = (a, b)
+    u32 node[NP];
+    real uv[NC][NP];
+#pragma unroll
+    for (int i = 0; i < NP; ++i) {
+        const int slot = __ldg(&WSLOT[(b * NP + a) * NP + i]);
+        node[i] = slot >= 0 ? skel[ee * NSKEL + slot] : nskel + (u32)ee * NINT + (u32)(-slot - 1);
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            uv[c][i] = active ? u[(size_t)node[i] * NC + c] : (real)0;
+            S3(0, c, b, a, i) = uv[c][i];
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int q = 0; q < NP; ++q) {
+            real s = 0;
+#pragma unroll
+            for (int m = 0; m < NP; ++m) s += WDK[q * NP + m] * uv[c][m];
+            S3(1, c, b, a, q) = s;
+        }
+    __syncthreads();
+    // phase 2: y-line (i, k) = (a, b)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        real v[NP];
+#pragma unroll
+        for (int m = 0; m < NP; ++m) v[m] = S3(0, c, b, m, a);
+#pragma unroll
+        for (int q = 0; q < NP; ++q) {
+            real s = 0;
+#pragma unroll
+            for (int m = 0; m < NP; ++m) s += WDK[q * NP + m] * v[m];
+            S3(2, c, b, q, a) = s;
+        }
+    }
+    __syncthreads();
+    // phase 3: z-column (i, j) = (a, b)
+    {
+        real col[NC][NP], fz[NC][NP];
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int m = 0; m < NP; ++m) col[c][m] = S3(0, c, m, b, a);
+#if COMPACT
+        const real wab = __ldg(&W1G[a]) * __ldg(&W1G[b]);
+#endif
+#pragma unroll
+        for (int m = 0; m < NP; ++m) {
+            real g[NC][3];
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+                real s = 0;
+#pragma unroll
+                for (int k = 0; k < NP; ++k) s += WDK[m * NP + k] * col[c][k];
+                g[c][0] = S3(1, c, m, b, a);
+                g[c][1] = S3(2, c, m, b, a);
+                g[c][2] = s;
+            }
+            real q[NF];
+#pragma unroll
+            for (int f = 0; f < NF; ++f) {
+#if COMPACT
+                const real v = fac[ee * NF + f];
+                q[f] = ((WEIGHTED >> f) & 1) ? v * (W1C[m] * wab) : v;
 #else
+                q[f] = fac[(ee * NF + f) * NPE + (m * NP + b) * NP + a];
+#endif
+            }
+            real fl[NC][3];
+            wave_flux(g, q, fl);
+#pragma unroll
+            for (int c = 0; c < NC; ++c) {
+                S3(1, c, m, b, a) = fl[c][0];
+                S3(2, c, m, b, a) = fl[c][1];
+                fz[c][m] = fl[c][2];
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+            for (int k = 0; k < NP; ++k) {
+                real s = 0;
+#pragma unroll
+                for (int m = 0; m < NP; ++m) s += WDK[m * NP + k] * fz[c][m];
+                S3(0, c, k, b, a) = s;
+            }
+    }
+    __syncthreads();
+    // phase 4: y-line (i, k) = (a, b)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        real v[NP];
+#pragma unroll
+        for (int m = 0; m < NP; ++m) v[m] = S3(2, c, b, m, a);
+#pragma unroll
+        for (int j = 0; j < NP; ++j) {
+            real s = S3(0, c, b, j, a);
+#pragma unroll
+            for (int m = 0; m < NP; ++m) s += WDK[m * NP + j] * v[m];
+            S3(0, c, b, j, a) = s;
+        }
+    }
+    __syncthreads();
+    // phase 5: x-line (j, k) = (a, b): the transposed d/dxi, the update or accumulation
+    if (!active) return;
+    const bool inner_line = a > 0 && a < NP - 1 && b > 0 && b < NP - 1;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        real v[NP];
+#pragma unroll
+        for (int m = 0; m < NP; ++m) v[m] = S3(1, c, b, a, m);
+#pragma unroll
+        for (int i = 0; i < NP; ++i) {
+            real r = S3(0, c, b, a, i);
+#pragma unroll
+            for (int m = 0; m < NP; ++m) r += WDK[m * NP + i] * v[m];
+            const size_t d = (size_t)node[i] * NC + c;
+            if (inner_line && i > 0 && i < NP - 1) {
+                const real sc = step_scale[node[i]];
+                up[d] = (real)2 * uv[c][i] - up[d] - sc * r;
+                if (kfull != nullptr) kfull[d] = r;
+            } else {
+                atomicAdd(&ku[d], r);
+            }
+        }
+    }
+#undef S3
+}
+#else
+// Order 1: a thread per point, the derivative rows and columns it needs in registers.
+#if DIM == 3
+#define NPLANE (NP * NP)
+#else
+#define NPLANE 0
+#endif
 extern "C" __global__ void __launch_bounds__(EPB * NPE)
 wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
                real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
@@ -216,13 +384,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
     extern __shared__ __align__(16) unsigned char wave_smem[];
     real* su = (real*)wave_smem;        // [EPB][NC][NPE]
     real* sf = su + EPB * NC * NPE;     // [EPB][NC][DIM][NPE]
-#if DSHARED
-    real* sd = sf + EPB * NC * DIM * NPE;  // [NP][NP]
-    for (int t = threadIdx.x; t < NP * NP; t += blockDim.x) sd[t] = __ldg(&WD[t]);
-#define DAT(q, m) sd[(q) * NP + (m)]
-#else
 #define DAT(q, m) __ldg(&WD[(q) * NP + (m)])
-#endif
     const int le = threadIdx.x / NPE;
     const int l = threadIdx.x - le * NPE;
     const u32 e = blockIdx.x * EPB + le;
@@ -249,7 +411,6 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
     for (int c = 0; c < NC; ++c) sue[c * NPE + l] = uv[c];
     // the rows of the derivative matrix this point needs, and its columns for the
     // transposed action
-#if !DSHARED
     real di[NP], dj[NP], ti[NP], tj[NP];
 #if DIM == 3
     real dk[NP], tk[NP];
@@ -271,14 +432,6 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #define TI(m) ti[m]
 #define TJ(m) tj[m]
 #define TK(m) tk[m]
-#else
-#define DI(m) DAT(i, m)
-#define DJ(m) DAT(j, m)
-#define DK(m) DAT(k, m)
-#define TI(m) DAT(m, i)
-#define TJ(m) DAT(m, j)
-#define TK(m) DAT(m, k)
-#endif
     __syncthreads();
     // reference gradients g[c][a] = d u_c / d xi_a
     real g[NC][DIM];

@@ -33,16 +33,16 @@ impl WaveKernelShape {
     pub fn npe(&self) -> usize {
         self.np.pow(self.dim as u32)
     }
-    /// Whether the stiffness kernel takes a thread per line of an element (2-D from order
-    /// 2) rather than a thread per point.
+    /// Whether the stiffness kernel takes a thread per line of an element (from order 2)
+    /// rather than a thread per point (order 1).
     pub fn per_line(&self) -> bool {
-        self.dim == 2 && self.np > 2
+        self.np > 2
     }
     /// Threads per element of the stiffness kernel: one per line ([`per_line`](Self::per_line))
     /// or one per point.
     pub fn threads_per_elem(&self) -> usize {
         if self.per_line() {
-            self.np
+            self.np.pow(self.dim as u32 - 1)
         } else {
             self.npe()
         }
@@ -55,23 +55,16 @@ impl WaveKernelShape {
     pub fn block_threads(&self) -> usize {
         self.elems_per_block() * self.threads_per_elem()
     }
-    /// Whether the derivative matrix is read from shared memory (large 3-D elements, whose
-    /// rows and columns would take too many registers).
-    pub fn derivative_in_shared(&self) -> bool {
-        self.dim == 3 && self.np > 6
-    }
-    /// Dynamic shared memory of the stiffness kernel in bytes for scalars of `bytes`.
+    /// Dynamic shared memory of the stiffness kernel in bytes for scalars of `bytes`: per
+    /// element and component, four arrays of the element's points in 2-D lines, three
+    /// (rows of odd pitch) in 3-D lines, `1 + dim` for the point kernel.
     pub fn shared_bytes(&self, bytes: usize) -> usize {
-        if self.per_line() {
-            return self.elems_per_block() * 4 * self.ncomp * self.npe() * bytes;
-        }
-        let per_elem = self.ncomp * self.npe() * (1 + self.dim);
-        let d = if self.derivative_in_shared() {
-            self.np * self.np
-        } else {
-            0
+        let per_elem = match (self.per_line(), self.dim) {
+            (true, 2) => 4 * self.npe(),
+            (true, _) => 3 * self.np * self.np * (self.np | 1),
+            (false, d) => (1 + d) * self.npe(),
         };
-        (self.elems_per_block() * per_elem + d) * bytes
+        self.elems_per_block() * self.ncomp * per_elem * bytes
     }
 }
 
@@ -152,5 +145,4 @@ pub fn wave_kernel<T: GpuReal>(
         .define("EPB", shape.elems_per_block())
         .define("NSKEL", slots.skeleton.max(1))
         .define("NINT", slots.interior)
-        .define("DSHARED", shape.derivative_in_shared() as u8)
 }
