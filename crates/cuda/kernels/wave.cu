@@ -580,32 +580,47 @@ extern "C" __global__ void wave_absorb(u32 n, u32 first, double dt2, const real*
     }
 }
 
-// Sources at step k: field[target[s]] += coef[s] * wavelet[source[s] * nsteps + k] (into u+
-// with coef dt^2 M^-1 weight, or out of K u on energy steps with coef -weight).
-extern "C" __global__ void wave_inject(u32 n, u32 k, u32 nsteps, const u32* FF_RESTRICT target,
+// The step's clock on the device, so that a captured sequence of steps (a CUDA graph) can be
+// replayed: clock[0] the step k being taken, clock[1] the slot of its receiver samples in
+// the batch; advanced by wave_tick at the end of each step.
+
+// Sources at step k = clock[0]: field[target[s]] += coef[s] * wavelet[source[s] * nsteps + k]
+// (into u+ with coef dt^2 M^-1 weight, or out of K u on energy steps with coef -weight).
+extern "C" __global__ void wave_inject(u32 n, const u32* FF_RESTRICT clock, u32 nsteps,
+                                       const u32* FF_RESTRICT target,
                                        const u32* FF_RESTRICT source,
                                        const double* FF_RESTRICT coef,
                                        const double* FF_RESTRICT wavelet,
                                        real* FF_RESTRICT field) {
     const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s < n) {
-        const double w = wavelet[(size_t)source[s] * nsteps + k];
+        const double w = wavelet[(size_t)source[s] * nsteps + clock[0]];
         if (w != 0.0) atomicAdd(&field[target[s]], (real)(coef[s] * w));
     }
 }
 
-// Receivers: out[rec * NC + c] = sum_i values[rec][i] field[nodes[rec][i] * NC + c] over the
-// NPE nodes of the receiver's element.
+// Receivers into batch slot clock[1]: out[(clock[1] * nrec + rec) * NC + c] = sum_i
+// values[rec][i] field[nodes[rec][i] * NC + c] over the NPE nodes of the receiver's element.
 extern "C" __global__ void wave_record(u32 nrec, const u32* FF_RESTRICT nodes,
                                        const double* FF_RESTRICT values,
-                                       const real* FF_RESTRICT field, double* FF_RESTRICT out) {
+                                       const real* FF_RESTRICT field,
+                                       const u32* FF_RESTRICT clock, double* FF_RESTRICT out) {
     const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    out += (size_t)clock[1] * nrec * NC;
     if (t < nrec * NC) {
         const u32 rec = t / NC, c = t - rec * NC;
         double s = 0.0;
         for (int i = 0; i < NPE; ++i)
             s += values[(size_t)rec * NPE + i] * (double)field[(size_t)nodes[(size_t)rec * NPE + i] * NC + c];
         out[t] = s;
+    }
+}
+
+// The end of a step: the clock advances.
+extern "C" __global__ void wave_tick(u32* FF_RESTRICT clock) {
+    if (threadIdx.x == 0) {
+        clock[0] += 1;
+        clock[1] += 1;
     }
 }
 

@@ -87,7 +87,11 @@ impl GpuDevice {
         // only add an event record/wait to every launch.
         // SAFETY: no other stream of this context is used by ferrofem.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        // a stream of its own rather than the legacy default one, on which work cannot be
+        // captured as a CUDA graph
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| GpuError::driver("creating a stream", e))?;
         let attr = |a: sys::CUdevice_attribute| ctx.attribute(a).map(|v| v.max(0) as usize);
         use sys::CUdevice_attribute as A;
         let sm_count = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)

@@ -3,7 +3,8 @@
 use super::kernel::{wave_kernel, WaveKernelShape};
 use super::layout::WaveLayout;
 use crate::{DeviceVec, GpuDevice, GpuError, GpuReal};
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, LaunchConfig, PushKernelArg};
 use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::{FactorLayout, TensorOperator};
 use ferrofem_space::H1Space;
@@ -19,6 +20,9 @@ const VECTOR_BLOCK: u32 = 256;
 
 /// Receiver samples buffered on the device before they are copied back.
 const SAMPLE_BATCH: usize = 512;
+/// Plain steps replayed from one CUDA graph (even: the fields end where they started).
+const GRAPH_STEPS: usize = 16;
+const _: () = assert!(GRAPH_STEPS % 2 == 0 && GRAPH_STEPS <= SAMPLE_BATCH);
 
 /// What a device time loop can fail with: the device, or the simulation (a blow-up).
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +80,7 @@ struct Kernels {
     absorb: CudaFunction,
     inject: CudaFunction,
     record: CudaFunction,
+    tick: CudaFunction,
     energy: CudaFunction,
 }
 
@@ -132,6 +137,12 @@ pub struct GpuWave<T: GpuReal> {
     stiffness_blocks: usize,
     update_blocks: usize,
     absorb_blocks: usize,
+    /// `[step being taken, its sample slot in the batch]` on the device (`wave_tick`).
+    clock: DeviceVec<u32>,
+    /// Whether `u` and `up` have traded places an odd number of times.
+    swapped: bool,
+    /// [`GRAPH_STEPS`] plain steps captured as a CUDA graph, for each value of `swapped`.
+    graphs: [Option<CudaGraph>; 2],
 }
 
 /// The operator's data per element (`[elem][factor]` compact, or `[elem][factor][point]`),
@@ -296,6 +307,7 @@ impl<T: GpuReal> GpuWave<T> {
             absorb: f("wave_absorb")?,
             inject: f("wave_inject")?,
             record: f("wave_record")?,
+            tick: f("wave_tick")?,
             energy: f("wave_energy")?,
         };
         let smem = shape.shared_bytes(tb);
@@ -388,6 +400,7 @@ impl<T: GpuReal> GpuWave<T> {
         let force_source = DeviceVec::from_host(dev, &fsource, "source indices")?;
         let force_weight = DeviceVec::from_host(dev, &fweight, "source weights")?;
         let energy_out = DeviceVec::zeros(dev, 2, "energy")?;
+        let clock = DeviceVec::from_host(dev, &[sim.step_count() as u32, 0], "step clock")?;
         Ok(GpuWave {
             dev: dev.clone(),
             kernels,
@@ -427,6 +440,9 @@ impl<T: GpuReal> GpuWave<T> {
             stiffness_blocks,
             update_blocks,
             absorb_blocks,
+            clock,
+            swapped: false,
+            graphs: [None, None],
         })
     }
 
@@ -536,17 +552,81 @@ impl<T: GpuReal> GpuWave<T> {
         }
         self.pending_from += self.pending;
         self.pending = 0;
+        // (at a step boundary: the device's clock is at this step)
+        self.clock.upload(&[self.step as u32, 0])?;
         Ok(())
     }
 
     /// Runs the steps up to `target` (at most the run's steps), checking the energy after
     /// the last one when `check`.
+    ///
+    /// Runs of [`GRAPH_STEPS`] steps without an energy check are replayed from a CUDA graph
+    /// (captured at the first such run): one launch instead of five or six per step, which
+    /// is what bounds the step time of small meshes.
     pub fn run_to(&mut self, target: usize, check: bool) -> Result<(), GpuWaveError> {
         let target = target.min(self.steps);
         while self.step < target {
-            self.advance(check && self.step + 1 == target)?;
+            let end = self.step + GRAPH_STEPS;
+            if end < target || (end == target && !check) {
+                self.run_graph()?;
+            } else {
+                self.advance(check && self.step + 1 == target)?;
+            }
         }
         Ok(())
+    }
+
+    /// [`GRAPH_STEPS`] plain steps from the graph of the current `swapped`.
+    fn run_graph(&mut self) -> Result<(), GpuError> {
+        if self.nreceivers > 0 && self.pending + GRAPH_STEPS > SAMPLE_BATCH {
+            self.flush_samples()?;
+        }
+        let parity = self.swapped as usize;
+        if self.graphs[parity].is_none() {
+            self.graphs[parity] = Some(self.capture_steps()?);
+        }
+        if let Some(g) = &self.graphs[parity] {
+            g.launch()
+                .map_err(|e| GpuError::driver("launching the captured steps", e))?;
+        }
+        self.step += GRAPH_STEPS;
+        if self.nreceivers > 0 {
+            self.pending += GRAPH_STEPS;
+        }
+        Ok(())
+    }
+
+    /// Captures [`GRAPH_STEPS`] plain steps (an even number: `u` and `up` are where they
+    /// started) as a CUDA graph; nothing runs.
+    fn capture_steps(&mut self) -> Result<CudaGraph, GpuError> {
+        let stream = self.dev.stream().clone();
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(|e| GpuError::driver("capturing the steps", e))?;
+        let mut launched = Ok(());
+        for _ in 0..GRAPH_STEPS {
+            launched = self.launch_step_kernels(false);
+            if launched.is_err() {
+                break;
+            }
+        }
+        let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+        launched?;
+        graph
+            .map_err(|e| GpuError::driver("instantiating the captured steps", e))?
+            .ok_or_else(|| GpuError::Unsupported("the step capture recorded nothing".into()))
+    }
+
+    /// The launches of one step: stiffness, updates, sources, the fields' swap, the
+    /// receivers, the clock.
+    fn launch_step_kernels(&mut self, check: bool) -> Result<(), GpuError> {
+        self.launch_stiffness(check)?;
+        self.launch_updates(check)?;
+        self.launch_sources(check)?;
+        std::mem::swap(&mut self.u, &mut self.up);
+        self.swapped = !self.swapped;
+        self.launch_record()?;
+        self.launch_tick()
     }
 
     /// One step, computing the energy and checking for a blow-up when `check`.
@@ -554,12 +634,14 @@ impl<T: GpuReal> GpuWave<T> {
         if self.step >= self.steps {
             return Ok(());
         }
-        self.launch_stiffness(check)?;
-        self.launch_updates(check)?;
-        self.launch_sources(check)?;
-        std::mem::swap(&mut self.u, &mut self.up);
+        if self.nreceivers > 0 && self.pending == SAMPLE_BATCH {
+            self.flush_samples()?;
+        }
+        self.launch_step_kernels(check)?;
         self.step += 1;
-        self.launch_record()?;
+        if self.nreceivers > 0 {
+            self.pending += 1;
+        }
         if check {
             self.energy = self.sum_energy()?;
             if let Some(what) = self.watch.check(self.energy, self.time()) {
@@ -651,7 +733,6 @@ impl<T: GpuReal> GpuWave<T> {
     /// The sources at the current step, into `up` (and, on energy steps, their load out of
     /// `kfull`).
     fn launch_sources(&self, check: bool) -> Result<(), GpuError> {
-        let k = self.step as u32;
         let launch = |target: &DeviceVec<u32>,
                       source: &DeviceVec<u32>,
                       coef: &DeviceVec<f64>,
@@ -669,7 +750,7 @@ impl<T: GpuReal> GpuWave<T> {
             };
             let mut b = self.dev.stream().launch_builder(&self.kernels.inject);
             b.arg(&n)
-                .arg(&k)
+                .arg(self.clock.slice())
                 .arg(&ns)
                 .arg(target.slice())
                 .arg(source.slice())
@@ -697,13 +778,11 @@ impl<T: GpuReal> GpuWave<T> {
         Ok(())
     }
 
-    /// Samples the receivers on the current field into the device buffer.
+    /// Samples the receivers on the current field into the device buffer's slot of the
+    /// clock.
     fn launch_record(&mut self) -> Result<(), GpuError> {
         if self.nreceivers == 0 {
             return Ok(());
-        }
-        if self.pending == SAMPLE_BATCH {
-            self.flush_samples()?;
         }
         let nr = self.nreceivers as u32;
         let per = self.nreceivers * self.shape.ncomp;
@@ -712,19 +791,30 @@ impl<T: GpuReal> GpuWave<T> {
             block_dim: (VECTOR_BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
-        let range = self.pending * per..(self.pending + 1) * per;
-        {
-            let mut out = self.samples.slice_mut().slice_mut(range);
-            let mut b = self.dev.stream().launch_builder(&self.kernels.record);
-            b.arg(&nr)
-                .arg(self.receiver_nodes.slice())
-                .arg(self.receiver_values.slice())
-                .arg(self.u.slice())
-                .arg(&mut out);
-            // SAFETY: matches wave_record's parameters.
-            unsafe { b.launch(cfg) }.map_err(launch_err("wave_record"))?;
-        }
-        self.pending += 1;
+        let mut b = self.dev.stream().launch_builder(&self.kernels.record);
+        b.arg(&nr)
+            .arg(self.receiver_nodes.slice())
+            .arg(self.receiver_values.slice())
+            .arg(self.u.slice())
+            .arg(self.clock.slice())
+            .arg(self.samples.slice_mut());
+        // SAFETY: matches wave_record's parameters; the slot is below SAMPLE_BATCH (the
+        // host flushes the batch before it fills).
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_record"))?;
+        Ok(())
+    }
+
+    /// Advances the device's step clock.
+    fn launch_tick(&mut self) -> Result<(), GpuError> {
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.dev.stream().launch_builder(&self.kernels.tick);
+        b.arg(self.clock.slice_mut());
+        // SAFETY: matches wave_tick's parameter.
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_tick"))?;
         Ok(())
     }
 
@@ -765,6 +855,7 @@ impl<T: GpuReal> GpuWave<T> {
             self.launch_stiffness(false)?;
             self.launch_updates(false)?;
             std::mem::swap(&mut self.u, &mut self.up);
+            self.swapped = !self.swapped;
             Ok(())
         })?;
         let stiffness = timer.time(warmup, reps, || self.launch_stiffness(false))?;
