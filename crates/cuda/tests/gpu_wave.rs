@@ -161,6 +161,7 @@ fn compare<T: GpuReal>(dev: &Arc<GpuDevice>, case: &Case, tol: f64) -> Option<St
     let mut field_diff = 0.0;
     let mut mid_energy = 0.0;
     let mut mid_energy_diff = 0.0;
+    let mut mid_field = Vec::new();
     for stop in [MID, STEPS] {
         while cpu.step_count() < stop {
             let target = (cpu.step_count() / every + 1) * every;
@@ -182,8 +183,29 @@ fn compare<T: GpuReal>(dev: &Arc<GpuDevice>, case: &Case, tol: f64) -> Option<St
                 / peak;
             mid_energy = cpu.energy().abs();
             mid_energy_diff = (gpu.energy() - cpu.energy()).abs() / mid_energy;
+            // a snapshot copied beside the steps that follow
+            gpu.request_snapshot().unwrap();
+            mid_field = ug;
         }
     }
+    let (step, time, snap) = gpu
+        .take_snapshot()
+        .unwrap()
+        .expect("the snapshot requested");
+    assert_eq!(step, MID, "{label}: the snapshot's step");
+    assert!(
+        (time - MID as f64 * gpu.dt()).abs() <= 1e-12 * time,
+        "{label}"
+    );
+    let snap: Vec<f64> = snap.iter().map(|v| v.as_f64()).collect();
+    assert!(
+        snap == mid_field,
+        "{label}: the snapshot differs from the field at its step"
+    );
+    assert!(
+        gpu.take_snapshot().unwrap().is_none(),
+        "{label}: taken twice"
+    );
     let nc = cpu.components();
     let ns = STEPS + 1;
     let g = gpu.seismograms().unwrap().to_vec();

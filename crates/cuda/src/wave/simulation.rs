@@ -4,7 +4,9 @@ use super::kernel::{wave_kernel, WaveKernelShape};
 use super::layout::WaveLayout;
 use crate::{DeviceVec, GpuDevice, GpuError, GpuReal};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
 use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::{FactorLayout, TensorOperator};
 use ferrofem_space::H1Space;
@@ -143,6 +145,19 @@ pub struct GpuWave<T: GpuReal> {
     swapped: bool,
     /// [`GRAPH_STEPS`] plain steps captured as a CUDA graph, for each value of `swapped`.
     graphs: [Option<CudaGraph>; 2],
+    /// The buffers of snapshots copied beside the steps (allocated at the first).
+    snapshot: Option<SnapshotCopy<T>>,
+    /// The step and time of the snapshot on its way, if any.
+    snapshot_pending: Option<(usize, f64)>,
+}
+
+/// A snapshot on its way to the host: the field copied on the device (on the steps' stream,
+/// at device bandwidth), then from there into page-locked host memory on a second stream,
+/// while the next steps run.
+struct SnapshotCopy<T: GpuReal> {
+    side: Arc<CudaStream>,
+    staged: DeviceVec<T>,
+    host: PinnedHostSlice<T>,
 }
 
 /// The operator's data per element (`[elem][factor]` compact, or `[elem][factor][point]`),
@@ -272,7 +287,8 @@ impl<T: GpuReal> GpuWave<T> {
         let update_blocks = blocks(layout.plain);
         let absorb_blocks = blocks(layout.skeleton - layout.plain);
         let inject_len: usize = sim.source_loads().map(|s| s.dofs.len() * nc).sum::<usize>();
-        let needed = 4 * nn * nc * tb
+        // (the fields, the accumulator, K u for the energy and a snapshot's copy)
+        let needed = 5 * nn * nc * tb
             + nn * tb
             + layout.skeleton_nodes.len() * 4
             + factors.len() * tb
@@ -443,6 +459,8 @@ impl<T: GpuReal> GpuWave<T> {
             clock,
             swapped: false,
             graphs: [None, None],
+            snapshot: None,
+            snapshot_pending: None,
         })
     }
 
@@ -526,6 +544,67 @@ impl<T: GpuReal> GpuWave<T> {
             }
         }
         Ok(out)
+    }
+
+    /// Starts copying the current field to the host for a snapshot, beside the steps that
+    /// follow; [`take_snapshot`](Self::take_snapshot) returns it. An error while the
+    /// previous one has not been taken.
+    pub fn request_snapshot(&mut self) -> Result<(), GpuError> {
+        if self.snapshot_pending.is_some() {
+            return Err(GpuError::Unsupported(
+                "a snapshot is requested while the previous one has not been taken".into(),
+            ));
+        }
+        if self.snapshot.is_none() {
+            let ctx = self.dev.context();
+            let side = ctx
+                .new_stream()
+                .map_err(|e| GpuError::driver("creating the snapshot stream", e))?;
+            let staged = DeviceVec::zeros(&self.dev, self.u.len(), "snapshot")?;
+            // SAFETY: the memory is written by the copy before it is read.
+            let host = unsafe { ctx.alloc_pinned_with_flags::<T>(self.u.len(), 0) }
+                .map_err(|e| GpuError::driver("allocating page-locked snapshot memory", e))?;
+            self.snapshot = Some(SnapshotCopy { side, staged, host });
+        }
+        let Some(copy) = self.snapshot.as_mut() else {
+            return Ok(());
+        };
+        copy.staged.copy_from(&self.u)?;
+        let staged = self
+            .dev
+            .stream()
+            .record_event(None)
+            .map_err(|e| GpuError::driver("recording the snapshot's copy", e))?;
+        copy.side
+            .wait(&staged)
+            .map_err(|e| GpuError::driver("ordering the snapshot's copy", e))?;
+        copy.side
+            .memcpy_dtoh(copy.staged.slice(), &mut copy.host)
+            .map_err(|e| GpuError::driver("copying the snapshot to the host", e))?;
+        self.snapshot_pending = Some((self.step, self.time()));
+        Ok(())
+    }
+
+    /// The snapshot requested last (its step, time and field in the host's numbering),
+    /// waiting for its copy; `None` when none is on its way.
+    #[allow(clippy::type_complexity)]
+    pub fn take_snapshot(&mut self) -> Result<Option<(usize, f64, Vec<T>)>, GpuError> {
+        let (Some((step, time)), Some(copy)) = (self.snapshot_pending.take(), &self.snapshot)
+        else {
+            return Ok(None);
+        };
+        let g = copy
+            .host
+            .as_slice()
+            .map_err(|e| GpuError::driver("waiting for the snapshot's copy", e))?;
+        let nc = self.shape.ncomp;
+        let mut out = vec![T::zero(); g.len()];
+        for (old, &new) in self.layout.new_of.iter().enumerate() {
+            for c in 0..nc {
+                out[old * nc + c] = g[new as usize * nc + c];
+            }
+        }
+        Ok(Some((step, time, out)))
     }
 
     /// The seismograms so far, `[receiver][component][sample]` with `steps + 1` samples

@@ -4,7 +4,7 @@ use super::outputs::SeismogramFormat;
 use super::raster::Raster2d;
 #[cfg(feature = "cuda")]
 use super::stepper::GpuStepper;
-use super::stepper::{WaveReal, WaveStepper};
+use super::stepper::{Snapshot, WaveReal, WaveStepper};
 use super::WaveCase;
 use crate::pipeline_error::PipelineError;
 use crate::settings::Precision;
@@ -132,51 +132,87 @@ fn run<T: WaveReal>(
         (Some(_), true, 2) => Raster2d::new(mesh, &space, SNAPSHOT_WIDTH),
         _ => None,
     };
-    let mut series: Vec<(f64, String)> = Vec::new();
-    let mut snapshot =
-        |st: &dyn WaveStepper, files: &mut Vec<String>| -> Result<f64, PipelineError> {
-            let Some(pvd) = &out.snapshots else {
-                return Ok(0.0);
-            };
+    // snapshots are written on a thread of their own while the steps go on (on the GPU,
+    // the field reaches the host beside the next steps)
+    // (at most two waiting: the host memory a snapshot holds stays bounded)
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Snapshot>(2);
+    let writer = |receiver: std::sync::mpsc::Receiver<Snapshot>| {
+        let mut series: Vec<(f64, String)> = Vec::new();
+        let mut files = Vec::new();
+        let mut seconds = 0.0;
+        let Some(pvd) = &out.snapshots else {
+            return Ok((series, files, seconds));
+        };
+        for snap in receiver {
             let start = Instant::now();
-            let u = st.field()?;
-            let k = st.step_count();
+            let (k, u) = (snap.step, &snap.field);
             let vtu = sibling(pvd, &format!("{k:07}.vtu"));
             let field = if nc == 1 { "p" } else { "u" };
-            write_space_vtu(&vtu, mesh, &space, &[(field, &u)], &[], Encoding::Binary)?;
-            series.push((st.time(), file_name(&vtu)));
+            write_space_vtu(&vtu, mesh, &space, &[(field, u)], &[], Encoding::Binary)?;
+            series.push((snap.time, file_name(&vtu)));
             files.push(vtu.display().to_string());
             if let Some(r) = &raster {
                 let png = sibling(pvd, &format!("{k:07}.png"));
                 let c = nc - 1;
-                let values = r.sample(&u, nc, c);
-                plot_snapshot(&png, r, &values, names[c], st.time(), &case.setup)?;
+                let values = r.sample(u, nc, c);
+                plot_snapshot(&png, r, &values, names[c], snap.time, &case.setup)?;
                 files.push(png.display().to_string());
             }
-            Ok(start.elapsed().as_secs_f64())
-        };
-    output_seconds += snapshot(stepper.as_ref(), &mut files)?;
+            seconds += start.elapsed().as_secs_f64();
+        }
+        Ok::<_, PipelineError>((series, files, seconds))
+    };
+    let wants_snapshots = out.snapshots.is_some();
     let mut step_seconds = 0.0;
-    while stepper.step_count() < steps {
-        let k = stepper.step_count();
-        let next = |every: usize| (k / every + 1) * every;
-        let target = next(check_every).min(next(every)).min(steps);
-        let check = target % check_every == 0 || target == steps;
-        let start = Instant::now();
-        stepper.run_to(target, check)?;
-        step_seconds += start.elapsed().as_secs_f64();
-        if check {
-            progress(&Progress {
-                step: stepper.step_count(),
-                steps,
-                time: stepper.time(),
-                energy: stepper.energy(),
-            });
-        }
-        if stepper.step_count() % every == 0 || stepper.step_count() == steps {
-            output_seconds += snapshot(stepper.as_ref(), &mut files)?;
-        }
-    }
+    let (stepped, written) = std::thread::scope(|scope| {
+        let writing = scope.spawn(move || writer(receiver));
+        let stepped = (|| -> Result<(), PipelineError> {
+            let send = |snap: Option<Snapshot>| {
+                if let Some(snap) = snap {
+                    // (a closed channel means the writer failed: its error is reported)
+                    let _ = sender.send(snap);
+                }
+            };
+            if wants_snapshots {
+                send(stepper.request_snapshot()?);
+            }
+            while stepper.step_count() < steps {
+                let k = stepper.step_count();
+                let next = |every: usize| (k / every + 1) * every;
+                let target = next(check_every).min(next(every)).min(steps);
+                let check = target % check_every == 0 || target == steps;
+                let start = Instant::now();
+                stepper.run_to(target, check)?;
+                step_seconds += start.elapsed().as_secs_f64();
+                if check {
+                    progress(&Progress {
+                        step: stepper.step_count(),
+                        steps,
+                        time: stepper.time(),
+                        energy: stepper.energy(),
+                    });
+                }
+                send(stepper.take_snapshot()?);
+                if wants_snapshots
+                    && (stepper.step_count() % every == 0 || stepper.step_count() == steps)
+                {
+                    send(stepper.request_snapshot()?);
+                }
+            }
+            send(stepper.take_snapshot()?);
+            Ok(())
+        })();
+        drop(sender);
+        // (a panic of the writer is a bug: passed on)
+        let written = writing
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (stepped, written)
+    });
+    stepped?;
+    let (series, snapshot_files, snapshot_seconds) = written?;
+    files.extend(snapshot_files);
+    output_seconds += snapshot_seconds;
     let start = Instant::now();
     if let Some(pvd) = &out.snapshots {
         write_pvd(pvd, &series)?;

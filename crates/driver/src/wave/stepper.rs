@@ -31,8 +31,24 @@ pub(crate) trait WaveStepper {
     fn run_to(&mut self, target: usize, check: bool) -> Result<(), PipelineError>;
     /// The current field in the space's numbering.
     fn field(&self) -> Result<Vec<f64>, PipelineError>;
+    /// A snapshot of the current field: returned at once where taking it costs nothing
+    /// (the CPU), else started beside the next steps and returned by
+    /// [`take_snapshot`](Self::take_snapshot).
+    fn request_snapshot(&mut self) -> Result<Option<Snapshot>, PipelineError>;
+    /// The snapshot started last, if any (waits for its copy).
+    fn take_snapshot(&mut self) -> Result<Option<Snapshot>, PipelineError>;
     /// The seismograms so far, `[receiver][component][sample]`.
     fn seismograms(&mut self) -> Result<Vec<f64>, PipelineError>;
+}
+
+/// A field at a step, for the output.
+pub(crate) struct Snapshot {
+    /// Its step.
+    pub step: usize,
+    /// Its time (s).
+    pub time: f64,
+    /// The field in the space's numbering.
+    pub field: Vec<f64>,
 }
 
 /// The set-up of a run, whatever its precision.
@@ -93,6 +109,16 @@ impl<T: Real> WaveStepper for Simulation<T> {
     fn field(&self) -> Result<Vec<f64>, PipelineError> {
         Ok(Simulation::field(self).iter().map(|v| v.as_f64()).collect())
     }
+    fn request_snapshot(&mut self) -> Result<Option<Snapshot>, PipelineError> {
+        Ok(Some(Snapshot {
+            step: Simulation::step_count(self),
+            time: Simulation::time(self),
+            field: WaveStepper::field(self)?,
+        }))
+    }
+    fn take_snapshot(&mut self) -> Result<Option<Snapshot>, PipelineError> {
+        Ok(None)
+    }
     fn seismograms(&mut self) -> Result<Vec<f64>, PipelineError> {
         Ok(Simulation::seismograms(self).to_vec())
     }
@@ -132,6 +158,20 @@ impl<T: ferrofem_cuda::GpuReal> WaveStepper for GpuStepper<T> {
     }
     fn field(&self) -> Result<Vec<f64>, PipelineError> {
         Ok(self.gpu.field()?.iter().map(|v| v.as_f64()).collect())
+    }
+    fn request_snapshot(&mut self) -> Result<Option<Snapshot>, PipelineError> {
+        self.gpu.request_snapshot()?;
+        Ok(None)
+    }
+    fn take_snapshot(&mut self) -> Result<Option<Snapshot>, PipelineError> {
+        Ok(self
+            .gpu
+            .take_snapshot()?
+            .map(|(step, time, field)| Snapshot {
+                step,
+                time,
+                field: field.iter().map(|v| v.as_f64()).collect(),
+            }))
     }
     fn seismograms(&mut self) -> Result<Vec<f64>, PipelineError> {
         Ok(self.gpu.seismograms()?.to_vec())
