@@ -78,6 +78,23 @@ __device__ __forceinline__ void wave_flux(const real (&g)[NC][DIM], const real (
 #endif
 }
 
+#if NP > 2
+// The line kernels' 1-D contractions (D = WDK, read at indices the compiler knows once the
+// callers' loops are unrolled), summed into s in the order of m:
+// s + sum_m D[q][m] v[m], the derivative at point q of a line's values v,
+__device__ __forceinline__ real wave_d(const real (&v)[NP], int q, real s = 0) {
+#pragma unroll
+    for (int m = 0; m < NP; ++m) s += WDK[q * NP + m] * v[m];
+    return s;
+}
+// and s + sum_m D[m][k] v[m], the transposed derivative at node k of a line's fluxes v.
+__device__ __forceinline__ real wave_dt(const real (&v)[NP], int k, real s = 0) {
+#pragma unroll
+    for (int m = 0; m < NP; ++m) s += WDK[m * NP + k] * v[m];
+    return s;
+}
+#endif
+
 #if DIM == 2 && NP > 2
 // 2-D from order 2: one thread per line of an element (EPB elements of NP threads per block), the 1-D
 // derivative matrix as compile-time constants (WDK, uniform across the warp: the
@@ -128,12 +145,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #pragma unroll
     for (int c = 0; c < NC; ++c)
 #pragma unroll
-        for (int q = 0; q < NP; ++q) {
-            real a = 0;
-#pragma unroll
-            for (int m = 0; m < NP; ++m) a += WDK[q * NP + m] * uv[c][m];
-            S2(1, c, t, q) = a;
-        }
+        for (int q = 0; q < NP; ++q) S2(1, c, t, q) = wave_d(uv[c], q);
     __syncthreads();
     // column phase: column t, points (t, m)
     {
@@ -173,10 +185,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
         for (int c = 0; c < NC; ++c)
 #pragma unroll
             for (int k = 0; k < NP; ++k) {
-                real a = 0;
-#pragma unroll
-                for (int m = 0; m < NP; ++m) a += WDK[m * NP + k] * fy[c][m];
-                S2(3, c, k, t) = a;
+                S2(3, c, k, t) = wave_dt(fy[c], k);
                 S2(2, c, k, t) = fx[c][k];
             }
     }
@@ -190,9 +199,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
         for (int m = 0; m < NP; ++m) fr[m] = S2(2, c, t, m);
 #pragma unroll
         for (int i = 0; i < NP; ++i) {
-            real r = S2(3, c, t, i);
-#pragma unroll
-            for (int m = 0; m < NP; ++m) r += WDK[m * NP + i] * fr[m];
+            const real r = wave_dt(fr, i, S2(3, c, t, i));
             const size_t d = (size_t)node[i] * NC + c;
             const bool interior = t > 0 && t < NP - 1 && i > 0 && i < NP - 1;
             if (interior) {
@@ -255,12 +262,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #pragma unroll
     for (int c = 0; c < NC; ++c)
 #pragma unroll
-        for (int q = 0; q < NP; ++q) {
-            real s = 0;
-#pragma unroll
-            for (int m = 0; m < NP; ++m) s += WDK[q * NP + m] * uv[c][m];
-            S3(1, c, b, a, q) = s;
-        }
+        for (int q = 0; q < NP; ++q) S3(1, c, b, a, q) = wave_d(uv[c], q);
     __syncthreads();
     // phase 2: y-line (i, k) = (a, b)
 #pragma unroll
@@ -269,12 +271,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #pragma unroll
         for (int m = 0; m < NP; ++m) v[m] = S3(0, c, b, m, a);
 #pragma unroll
-        for (int q = 0; q < NP; ++q) {
-            real s = 0;
-#pragma unroll
-            for (int m = 0; m < NP; ++m) s += WDK[q * NP + m] * v[m];
-            S3(2, c, b, q, a) = s;
-        }
+        for (int q = 0; q < NP; ++q) S3(2, c, b, q, a) = wave_d(v, q);
     }
     __syncthreads();
     // phase 3: z-column (i, j) = (a, b)
@@ -292,12 +289,9 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
             real g[NC][3];
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
-                real s = 0;
-#pragma unroll
-                for (int k = 0; k < NP; ++k) s += WDK[m * NP + k] * col[c][k];
                 g[c][0] = S3(1, c, m, b, a);
                 g[c][1] = S3(2, c, m, b, a);
-                g[c][2] = s;
+                g[c][2] = wave_d(col[c], m);
             }
             real q[NF];
 #pragma unroll
@@ -321,12 +315,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #pragma unroll
         for (int c = 0; c < NC; ++c)
 #pragma unroll
-            for (int k = 0; k < NP; ++k) {
-                real s = 0;
-#pragma unroll
-                for (int m = 0; m < NP; ++m) s += WDK[m * NP + k] * fz[c][m];
-                S3(0, c, k, b, a) = s;
-            }
+            for (int k = 0; k < NP; ++k) S3(0, c, k, b, a) = wave_dt(fz[c], k);
     }
     __syncthreads();
     // phase 4: y-line (i, k) = (a, b)
@@ -336,12 +325,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #pragma unroll
         for (int m = 0; m < NP; ++m) v[m] = S3(2, c, b, m, a);
 #pragma unroll
-        for (int j = 0; j < NP; ++j) {
-            real s = S3(0, c, b, j, a);
-#pragma unroll
-            for (int m = 0; m < NP; ++m) s += WDK[m * NP + j] * v[m];
-            S3(0, c, b, j, a) = s;
-        }
+        for (int j = 0; j < NP; ++j) S3(0, c, b, j, a) = wave_dt(v, j, S3(0, c, b, j, a));
     }
     __syncthreads();
     // phase 5: x-line (j, k) = (a, b): the transposed d/dxi, the update or accumulation
@@ -354,9 +338,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
         for (int m = 0; m < NP; ++m) v[m] = S3(1, c, b, a, m);
 #pragma unroll
         for (int i = 0; i < NP; ++i) {
-            real r = S3(0, c, b, a, i);
-#pragma unroll
-            for (int m = 0; m < NP; ++m) r += WDK[m * NP + i] * v[m];
+            const real r = wave_dt(v, i, S3(0, c, b, a, i));
             const size_t d = (size_t)node[i] * NC + c;
             if (inner_line && i > 0 && i < NP - 1) {
                 const real sc = step_scale[node[i]];

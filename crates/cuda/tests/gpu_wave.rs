@@ -206,21 +206,10 @@ fn compare<T: GpuReal>(dev: &Arc<GpuDevice>, case: &Case, tol: f64) -> Option<St
         gpu.take_snapshot().unwrap().is_none(),
         "{label}: taken twice"
     );
-    let nc = cpu.components();
     let ns = STEPS + 1;
     let g = gpu.seismograms().unwrap().to_vec();
     let c = cpu.seismograms();
-    let mut worst = 0.0f64;
-    for t in 0..cpu.receivers().len() * nc {
-        let (ct, gt) = (&c[t * ns..(t + 1) * ns], &g[t * ns..(t + 1) * ns]);
-        let peak = ct.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        assert!(peak > 0.0, "{label}: trace {t} never moved");
-        let diff = ct
-            .iter()
-            .zip(gt)
-            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-        worst = worst.max(diff / peak);
-    }
+    let worst = trace_difference(c, &g, ns, &label);
     let end_energy_diff = (gpu.energy() - cpu.energy()).abs() / mid_energy;
     // the whole run in one call: the plain steps replayed from CUDA graphs, the samples
     // flushed between them
@@ -228,17 +217,7 @@ fn compare<T: GpuReal>(dev: &Arc<GpuDevice>, case: &Case, tol: f64) -> Option<St
     if let Err(e) = whole.run_to(STEPS, true) {
         return Some(format!("{label} (one call): {e}"));
     }
-    let g = whole.seismograms().unwrap().to_vec();
-    let mut graphed = 0.0f64;
-    for t in 0..cpu.receivers().len() * nc {
-        let (ct, gt) = (&c[t * ns..(t + 1) * ns], &g[t * ns..(t + 1) * ns]);
-        let peak = ct.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let diff = ct
-            .iter()
-            .zip(gt)
-            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-        graphed = graphed.max(diff / peak);
-    }
+    let graphed = trace_difference(c, whole.seismograms().unwrap(), ns, &label);
     let graphed_energy_diff = (whole.energy() - cpu.energy()).abs() / mid_energy;
     let row = format!(
         "{label}: {} | seismograms {worst:.2e}, field {field_diff:.2e}, energy {mid_energy_diff:.2e} / {end_energy_diff:.2e}; in one call: seismograms {graphed:.2e}, energy {graphed_energy_diff:.2e}",
@@ -256,6 +235,23 @@ fn compare<T: GpuReal>(dev: &Arc<GpuDevice>, case: &Case, tol: f64) -> Option<St
     .iter()
     .all(|&d| d <= tol);
     (!ok).then_some(row)
+}
+
+/// The largest difference of two seismogram sets (`[trace][sample]`, `ns` samples) over
+/// each trace's peak; every trace of `cpu` must move.
+fn trace_difference(cpu: &[f64], gpu: &[f64], ns: usize, label: &str) -> f64 {
+    assert_eq!(cpu.len(), gpu.len(), "{label}");
+    let mut worst = 0.0f64;
+    for (t, (ct, gt)) in cpu.chunks(ns).zip(gpu.chunks(ns)).enumerate() {
+        let peak = ct.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(peak > 0.0, "{label}: trace {t} never moved");
+        let diff = ct
+            .iter()
+            .zip(gt)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        worst = worst.max(diff / peak);
+    }
+    worst
 }
 
 /// Every case in precision `T`; fails listing the cases beyond `tol`.
