@@ -66,6 +66,22 @@ impl std::fmt::Debug for GpuDevice {
 }
 
 impl GpuDevice {
+    /// Device 0 for a test suite: `None`, saying so, when no device is usable, so that the
+    /// GPU tests are skipped on machines without one; a panic instead when
+    /// `FERROFEM_REQUIRE_GPU=1` (set where a GPU must be there, scripts/gpu-check.sh).
+    pub fn for_tests() -> Option<Arc<GpuDevice>> {
+        match GpuDevice::new(0) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                if std::env::var("FERROFEM_REQUIRE_GPU").as_deref() == Ok("1") {
+                    panic!("FERROFEM_REQUIRE_GPU=1 but no GPU: {e}");
+                }
+                eprintln!("no GPU ({e}): GPU tests skipped");
+                None
+            }
+        }
+    }
+
     /// Opens device `ordinal` with the default kernel cache
     /// ([`DiskCache::default_location`]).
     pub fn new(ordinal: usize) -> Result<Arc<GpuDevice>, GpuError> {

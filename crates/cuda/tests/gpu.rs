@@ -24,16 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 fn gpu() -> Option<Arc<GpuDevice>> {
-    match GpuDevice::new(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("FERROFEM_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("FERROFEM_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("no GPU ({e}): GPU tests skipped");
-            None
-        }
-    }
+    GpuDevice::for_tests()
 }
 
 /// An operator and plan at order `p` in a few words, to name them in a test's rows and

@@ -10,6 +10,7 @@ use ferrofem_base::{CellType, Real};
 use ferrofem_cuda::wave::GpuWave;
 use ferrofem_cuda::{GpuDevice, GpuReal};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
+use ferrofem_wave::analytic::peak_relative_difference;
 use ferrofem_wave::{
     BoundaryCondition, BoundarySpec, Material, Medium, Receiver, RunLength, Simulation, Source,
     SourceKind, TimeSpec, WaveKind, WaveSetup, Wavelet,
@@ -19,16 +20,7 @@ use std::sync::Arc;
 const STEPS: usize = 1000;
 
 fn gpu() -> Option<Arc<GpuDevice>> {
-    match GpuDevice::new(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("FERROFEM_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("FERROFEM_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("no GPU ({e}): GPU tests skipped");
-            None
-        }
-    }
+    GpuDevice::for_tests()
 }
 
 /// One case: the mesh, physics, order, boundary conditions and whether the medium varies.
@@ -243,13 +235,11 @@ fn trace_difference(cpu: &[f64], gpu: &[f64], ns: usize, label: &str) -> f64 {
     assert_eq!(cpu.len(), gpu.len(), "{label}");
     let mut worst = 0.0f64;
     for (t, (ct, gt)) in cpu.chunks(ns).zip(gpu.chunks(ns)).enumerate() {
-        let peak = ct.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        assert!(peak > 0.0, "{label}: trace {t} never moved");
-        let diff = ct
-            .iter()
-            .zip(gt)
-            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-        worst = worst.max(diff / peak);
+        assert!(
+            ct.iter().any(|&v| v != 0.0),
+            "{label}: trace {t} never moved"
+        );
+        worst = worst.max(peak_relative_difference(gt, ct));
     }
     worst
 }

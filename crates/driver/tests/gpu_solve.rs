@@ -11,16 +11,7 @@ use ferrofem_driver::{
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 
 fn gpu() -> Option<std::sync::Arc<ferrofem_cuda::GpuDevice>> {
-    match ferrofem_cuda::GpuDevice::new(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            if std::env::var("FERROFEM_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("FERROFEM_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            eprintln!("no GPU ({e}): skipped");
-            None
-        }
-    }
+    ferrofem_cuda::GpuDevice::for_tests()
 }
 
 fn check(

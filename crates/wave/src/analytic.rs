@@ -345,6 +345,26 @@ pub fn relative_l2_misfit(a: &[f64], b: &[f64]) -> f64 {
     (diff / norm).sqrt()
 }
 
+/// Largest pointwise difference `max |a − b| / max |b|` of two equally long traces (`b` the
+/// reference): how two runs of the same problem compare sample by sample.
+///
+/// NaN for traces of different lengths; when `b` is zero everywhere, 0 if `a = b` and
+/// infinity otherwise.
+pub fn peak_relative_difference(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != b.len() {
+        return f64::NAN;
+    }
+    let diff = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    let peak = b.iter().fold(0.0f64, |m, y| m.max(y.abs()));
+    if peak == 0.0 {
+        return if diff == 0.0 { 0.0 } else { f64::INFINITY };
+    }
+    diff / peak
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -709,6 +729,10 @@ mod tests {
 
     #[test]
     fn misfit() {
+        assert_eq!(peak_relative_difference(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+        assert_eq!(peak_relative_difference(&[1.0, 2.5], &[1.0, -2.0]), 2.25);
+        assert_eq!(peak_relative_difference(&[1.0], &[0.0]), f64::INFINITY);
+        assert!(peak_relative_difference(&[1.0], &[1.0, 2.0]).is_nan());
         assert_eq!(relative_l2_misfit(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
         let m = relative_l2_misfit(&[3.0, 4.0], &[0.0, 5.0]);
         assert!((m - (10f64).sqrt() / 5.0).abs() < 1e-15);

@@ -297,10 +297,11 @@ fn run_gpu(
     a: &WaveBenchArgs,
     dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
 ) -> Result<(), CliError> {
-    if a.order.iter().any(|&p| !(1..=8).contains(&p)) || a.steps == 0 {
-        return Err(CliError::Usage(
-            "--order takes orders 1 to 8 on the GPU and --steps at least 1".into(),
-        ));
+    use ferrofem_cuda::wave::MAX_GPU_ORDER;
+    if a.order.iter().any(|&p| !(1..=MAX_GPU_ORDER).contains(&p)) || a.steps == 0 {
+        return Err(CliError::Usage(format!(
+            "--order takes orders 1 to {MAX_GPU_ORDER} on the GPU and --steps at least 1"
+        )));
     }
     if !(a.elements >= 1.0 && a.elements <= 1e9) {
         return Err(CliError::Usage("--elements: 1 to 1e9".into()));

@@ -535,7 +535,11 @@ impl<T: GpuReal> GpuWave<T> {
 
     /// The current field in the host's numbering (an L-vector of [`space`](Self::space)).
     pub fn field(&self) -> Result<Vec<T>, GpuError> {
-        let g = self.u.to_host()?;
+        Ok(self.host_numbering(&self.u.to_host()?))
+    }
+
+    /// A field of the kernels' numbering in the host's.
+    fn host_numbering(&self, g: &[T]) -> Vec<T> {
         let nc = self.shape.ncomp;
         let mut out = vec![T::zero(); g.len()];
         for (old, &new) in self.layout.new_of.iter().enumerate() {
@@ -543,7 +547,7 @@ impl<T: GpuReal> GpuWave<T> {
                 out[old * nc + c] = g[new as usize * nc + c];
             }
         }
-        Ok(out)
+        out
     }
 
     /// Starts copying the current field to the host for a snapshot, beside the steps that
@@ -555,19 +559,19 @@ impl<T: GpuReal> GpuWave<T> {
                 "a snapshot is requested while the previous one has not been taken".into(),
             ));
         }
-        if self.snapshot.is_none() {
-            let ctx = self.dev.context();
-            let side = ctx
-                .new_stream()
-                .map_err(|e| GpuError::driver("creating the snapshot stream", e))?;
-            let staged = DeviceVec::zeros(&self.dev, self.u.len(), "snapshot")?;
-            // SAFETY: the memory is written by the copy before it is read.
-            let host = unsafe { ctx.alloc_pinned_with_flags::<T>(self.u.len(), 0) }
-                .map_err(|e| GpuError::driver("allocating page-locked snapshot memory", e))?;
-            self.snapshot = Some(SnapshotCopy { side, staged, host });
-        }
-        let Some(copy) = self.snapshot.as_mut() else {
-            return Ok(());
+        let copy = match &mut self.snapshot {
+            Some(copy) => copy,
+            None => {
+                let ctx = self.dev.context();
+                let side = ctx
+                    .new_stream()
+                    .map_err(|e| GpuError::driver("creating the snapshot stream", e))?;
+                let staged = DeviceVec::zeros(&self.dev, self.u.len(), "snapshot")?;
+                // SAFETY: the memory is written by the copy before it is read.
+                let host = unsafe { ctx.alloc_pinned_with_flags::<T>(self.u.len(), 0) }
+                    .map_err(|e| GpuError::driver("allocating page-locked snapshot memory", e))?;
+                self.snapshot.insert(SnapshotCopy { side, staged, host })
+            }
         };
         copy.staged.copy_from(&self.u)?;
         let staged = self
@@ -597,14 +601,7 @@ impl<T: GpuReal> GpuWave<T> {
             .host
             .as_slice()
             .map_err(|e| GpuError::driver("waiting for the snapshot's copy", e))?;
-        let nc = self.shape.ncomp;
-        let mut out = vec![T::zero(); g.len()];
-        for (old, &new) in self.layout.new_of.iter().enumerate() {
-            for c in 0..nc {
-                out[old * nc + c] = g[new as usize * nc + c];
-            }
-        }
-        Ok(Some((step, time, out)))
+        Ok(Some((step, time, self.host_numbering(g))))
     }
 
     /// The seismograms so far, `[receiver][component][sample]` with `steps + 1` samples
