@@ -14,7 +14,8 @@ pub struct ElemRestriction {
     elem_size: usize,
     ncomp: usize,
     num_nodes: usize,
-    offsets: Vec<u32>,
+    /// (shared between clones: a restriction is immutable)
+    offsets: std::sync::Arc<Vec<u32>>,
 }
 
 /// The transpose of a restriction grouped by global node: for node `n`, the E-vector
@@ -43,13 +44,13 @@ impl ElemRestriction {
         offsets: Vec<u32>,
     ) -> ElemRestriction {
         assert!(elem_size > 0 && offsets.len() % elem_size == 0);
-        assert!(offsets.iter().all(|&o| (o as usize) < num_nodes));
+        assert!(offsets.par_iter().all(|&o| (o as usize) < num_nodes));
         ElemRestriction {
             num_elem: offsets.len() / elem_size,
             elem_size,
             ncomp,
             num_nodes,
-            offsets,
+            offsets: std::sync::Arc::new(offsets),
         }
     }
 
@@ -165,7 +166,7 @@ impl ElemRestriction {
     /// The transpose map, grouped by node (counting sort, linear time).
     pub fn transpose(&self) -> TransposeMap {
         let mut node_offsets = vec![0u32; self.num_nodes + 1];
-        for &n in &self.offsets {
+        for &n in self.offsets.iter() {
             node_offsets[n as usize + 1] += 1;
         }
         for i in 0..self.num_nodes {
@@ -187,7 +188,7 @@ impl ElemRestriction {
     /// Number of elements each node belongs to.
     pub fn multiplicity(&self) -> Vec<u32> {
         let mut m = vec![0u32; self.num_nodes];
-        for &n in &self.offsets {
+        for &n in self.offsets.iter() {
             m[n as usize] += 1;
         }
         m

@@ -5,6 +5,7 @@ use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::Mesh;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// A continuous Lagrange space of order `p` with `ncomp` components on a mesh.
 ///
@@ -15,7 +16,8 @@ pub struct H1Space {
     element: LagrangeElement,
     ncomp: usize,
     restriction: ElemRestriction,
-    node_coords: Vec<f64>,
+    /// (shared between clones)
+    node_coords: Arc<Vec<f64>>,
     mesh_cells: usize,
     mesh_vertices: usize,
     skeleton_nodes: Option<usize>,
@@ -31,12 +33,12 @@ impl H1Space {
         let num = numbering::number(mesh, &element)?;
         let nb = element.num_nodes();
         let restriction = ElemRestriction::new(nb, ncomp, num.num_nodes, num.elem_nodes);
-        let node_coords = compute_node_coords(mesh, &element, &restriction);
+        let node_coords = compute_node_coords(mesh, &element, &restriction, &num.cell_base);
         Ok(H1Space {
             element,
             ncomp,
             restriction,
-            node_coords,
+            node_coords: Arc::new(node_coords),
             mesh_cells: mesh.num_cells(),
             mesh_vertices: mesh.num_vertices(),
             skeleton_nodes: None,
@@ -156,7 +158,7 @@ impl H1Space {
             element: self.element.clone(),
             ncomp: self.ncomp,
             restriction: ElemRestriction::new(r.elem_size(), self.ncomp, r.num_nodes(), offsets),
-            node_coords: coords,
+            node_coords: Arc::new(coords),
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes,
@@ -310,7 +312,12 @@ impl H1Space {
 }
 
 /// Physical coordinates of every node through each cell's affine/multilinear map.
-fn compute_node_coords(mesh: &Mesh, el: &LagrangeElement, r: &ElemRestriction) -> Vec<f64> {
+fn compute_node_coords(
+    mesh: &Mesh,
+    el: &LagrangeElement,
+    r: &ElemRestriction,
+    cell_base: &[u32],
+) -> Vec<f64> {
     let d = mesh.dim();
     let geo = LagrangeElement::new(mesh.cell_type(), 1).expect("order 1 exists on every cell");
     let tab = geo
@@ -318,19 +325,38 @@ fn compute_node_coords(mesh: &Mesh, el: &LagrangeElement, r: &ElemRestriction) -
         .expect("element nodes have the element's dimension");
     let nvg = geo.num_nodes();
     let mut coords = vec![0.0; r.num_nodes() * d];
-    for c in 0..mesh.num_cells() {
-        let cell = mesh.cell(c);
-        for (i, &n) in r.elem(c).iter().enumerate() {
-            let x = &mut coords[n as usize * d..(n as usize + 1) * d];
-            x.iter_mut().for_each(|v| *v = 0.0);
-            for v in 0..nvg {
-                let phi = tab.values[i * nvg + v];
-                let xv = mesh.vertex(cell[v] as usize);
-                for k in 0..d {
-                    x[k] += phi * xv[k];
+    // every node is computed by the cell that numbered it: the cells of a chunk own one
+    // contiguous range of nodes
+    const CHUNK: usize = 256;
+    let ncells = mesh.num_cells();
+    let mut ranges = Vec::with_capacity(ncells.div_ceil(CHUNK));
+    let mut rest = coords.as_mut_slice();
+    for c0 in (0..ncells).step_by(CHUNK) {
+        let c1 = (c0 + CHUNK).min(ncells);
+        let len = (cell_base[c1] - cell_base[c0]) as usize * d;
+        let (head, tail) = rest.split_at_mut(len);
+        ranges.push((c0, c1, head));
+        rest = tail;
+    }
+    ranges.into_par_iter().for_each(|(c0, c1, out)| {
+        let first = cell_base[c0];
+        let mut xv = vec![[0.0; 3]; nvg];
+        for c in c0..c1 {
+            let cell = mesh.cell(c);
+            for (v, x) in xv.iter_mut().enumerate() {
+                x[..d].copy_from_slice(mesh.vertex(cell[v] as usize));
+            }
+            for (i, &n) in r.elem(c).iter().enumerate() {
+                if n < cell_base[c] || n >= cell_base[c + 1] {
+                    continue;
+                }
+                let at = (n - first) as usize * d;
+                let phi = &tab.values[i * nvg..(i + 1) * nvg];
+                for (k, x) in out[at..at + d].iter_mut().enumerate() {
+                    *x = phi.iter().zip(&xv).map(|(p, xv)| p * xv[k]).sum();
                 }
             }
         }
-    }
+    });
     coords
 }

@@ -150,8 +150,8 @@ pub fn setup_boundaries(
     zero.dedup();
     absorbing_facets.sort_unstable();
     absorbing_facets.dedup();
-    let mut damping = vec![[0.0f64; 9]; space.num_nodes()];
-    let mut touched = vec![false; space.num_nodes()];
+    // (per boundary node: a map, not a vector over every node of the space)
+    let mut damping: std::collections::BTreeMap<u32, [f64; 9]> = Default::default();
     let mut bad = None;
     let scalar = if space.ncomp() == 1 {
         space.clone()
@@ -175,8 +175,7 @@ pub fn setup_boundaries(
                     continue;
                 }
                 let w = p.weight * phi;
-                let c = &mut damping[node as usize];
-                touched[node as usize] = true;
+                let c = damping.entry(node).or_insert([0.0; 9]);
                 match kind {
                     WaveKind::Acoustic => c[0] += w / (m.rho * m.vp),
                     WaveKind::Elastic => {
@@ -197,9 +196,9 @@ pub fn setup_boundaries(
             "no material for element {cell} on an absorbing boundary"
         )));
     }
-    let absorbing = (0..space.num_nodes())
-        .filter(|&i| touched[i] && zero.binary_search(&(i as u32)).is_err())
-        .map(|i| (i as u32, damping[i]))
+    let absorbing = damping
+        .into_iter()
+        .filter(|(i, _)| zero.binary_search(i).is_err())
         .collect();
     Ok(BoundarySetup {
         zero_nodes: zero,

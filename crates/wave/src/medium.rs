@@ -113,6 +113,12 @@ impl Medium {
         Medium::Function(Arc::new(move |_, x| Some(f(x))))
     }
 
+    /// True when the material is constant on each cell (one material, or one per
+    /// region), whatever the position.
+    pub fn is_cellwise(&self) -> bool {
+        matches!(self, Medium::Uniform(_) | Medium::Regions(_))
+    }
+
     /// The material at `x` in a cell with tag `cell_tag`; `None` in a region without a
     /// material or at a point the medium refuses (which [`Medium::check`] reports).
     pub fn at(&self, cell_tag: i32, x: &[f64; 3]) -> Option<Material> {

@@ -279,6 +279,27 @@ pub fn blow_up_error<T: Real>(
     }
 }
 
+/// The lumped (diagonal) mass of the collocated GLL rule, per node of the scalar `space`:
+/// the sum of `ρ w det J` over the points at the node, summed in element order.
+fn lumped_mass(
+    mesh: &Mesh,
+    space: &H1Space,
+    rho: Coefficient,
+    colloc: &PhysicsOptions,
+) -> Result<Vec<f64>, WaveError> {
+    let op = TensorOperator::<f64>::with_physics(mesh, space, Mass { ncomp: 1, rho }, colloc)?;
+    let g = op.geometry();
+    let r = space.restriction();
+    let mut mass = vec![0.0; space.num_nodes()];
+    for e in 0..r.num_elem() {
+        for (l, &n) in r.elem(e).iter().enumerate() {
+            // (stored data: collocated points are the element's nodes, lexicographic)
+            mass[n as usize] += g.factor(e, 0, l).unwrap_or(f64::NAN);
+        }
+    }
+    Ok(mass)
+}
+
 /// `(A₊⁻¹, A₋)` with `A± = m I ± dt/2 C` for an `nc × nc` damping `c`.
 fn damped_mass(nc: usize, m: f64, c: &[f64; 9], dt: f64) -> ([f64; 9], [f64; 9]) {
     let mut plus = [0.0; 9];
@@ -298,6 +319,18 @@ impl<T: Real> Simulation<T> {
     /// and the damping, locates sources and receivers and fixes the time step. Nothing is
     /// run yet.
     pub fn new(mesh: &Mesh, setup: &WaveSetup) -> Result<Simulation<T>, WaveError> {
+        Simulation::build(mesh, setup, true)
+    }
+
+    /// [`Simulation::new`] for a simulation whose steps run on a device (a GPU takes over
+    /// its data): the nodes keep the space's numbering instead of the order the CPU
+    /// kernels' batches prefer, which saves that renumbering. It still steps on the CPU,
+    /// more slowly.
+    pub fn for_device(mesh: &Mesh, setup: &WaveSetup) -> Result<Simulation<T>, WaveError> {
+        Simulation::build(mesh, setup, false)
+    }
+
+    fn build(mesh: &Mesh, setup: &WaveSetup, lanes: bool) -> Result<Simulation<T>, WaveError> {
         let ct = mesh.cell_type();
         if !ct.is_tensor() {
             return Err(WaveError::NotTensorMesh(ct));
@@ -311,7 +344,11 @@ impl<T: Real> Simulation<T> {
         let ncomp = kind.components(d);
         // nodes numbered for the kernels' batches (runs of consecutive nodes across lanes)
         let scalar = H1Space::new(mesh, order, 1)?;
-        let scalar = scalar.renumbered(&lane_numbering(scalar.restriction()));
+        let scalar = if lanes {
+            scalar.renumbered(&lane_numbering(scalar.restriction()))
+        } else {
+            scalar
+        };
         let space = if ncomp == 1 {
             scalar.clone()
         } else {
@@ -369,6 +406,18 @@ impl<T: Real> Simulation<T> {
         // operators: material coefficients evaluated at the GLL points
         let tags: Arc<[i32]> = Arc::from(mesh.cell_tags().to_vec());
         let coef = |f: fn(&crate::Material) -> f64| {
+            if medium.is_cellwise() {
+                // one value per element: the set-up of affine elements then computes one
+                // point per element
+                let values: Vec<f64> = (0..mesh.num_cells())
+                    .into_par_iter()
+                    .map(|e| {
+                        let tag = tags.get(e).copied().unwrap_or(0);
+                        medium.at(tag, &[0.0; 3]).map(|m| f(&m)).unwrap_or(f64::NAN)
+                    })
+                    .collect();
+                return Coefficient::PerElement(values.into());
+            }
             let medium = medium.clone();
             let tags = tags.clone();
             Coefficient::field(move |p: &PointGeometry| {
@@ -396,17 +445,11 @@ impl<T: Real> Simulation<T> {
             ),
         };
         let stiffness = TensorOperator::<T>::with_physics(mesh, &space, stiff_form, &colloc)?;
-        let lumped = TensorOperator::<f64>::with_physics(
-            mesh,
-            &space,
-            Mass {
-                ncomp,
-                rho: mass_coef,
-            },
-            &colloc,
-        )?;
-        let mut mass = vec![0.0; space.num_dofs()];
-        lumped.try_apply(&vec![1.0; space.num_dofs()], &mut mass)?;
+        let mass = lumped_mass(mesh, &scalar, mass_coef, &colloc)?;
+        let mass: Vec<f64> = (0..mass.len() * ncomp)
+            .into_par_iter()
+            .map(|i| mass[i / ncomp])
+            .collect();
         let body_force = match &setup.body_force {
             None => None,
             Some(f) => {
@@ -417,7 +460,6 @@ impl<T: Real> Simulation<T> {
                 Some((f.clone(), w))
             }
         };
-        drop(lumped);
         // boundaries
         let BoundarySetup {
             zero_nodes,
@@ -430,7 +472,7 @@ impl<T: Real> Simulation<T> {
             }
         }
         let dt2_minv: Vec<T> = mass
-            .iter()
+            .par_iter()
             .zip(&held)
             .map(|(&m, &h)| if h { T::zero() } else { T::of(dt * dt / m) })
             .collect();

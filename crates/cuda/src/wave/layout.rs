@@ -5,6 +5,8 @@
 
 use crate::GpuError;
 use ferrofem_space::ElemRestriction;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Local node `l`'s tensor coordinates (first direction fastest).
 fn coords(l: usize, np: usize, dim: usize) -> [usize; 3] {
@@ -97,36 +99,61 @@ impl WaveLayout {
         // 0: not seen, 1: skeleton, 2 + e: interior of element e
         const UNSEEN: u32 = 0;
         const SKELETON: u32 = 1;
-        let mut kind = vec![UNSEEN; nn];
-        for e in 0..ne {
-            for (l, &n) in restriction.elem(e).iter().enumerate() {
-                let k = &mut kind[n as usize];
-                let interior = local.slot[l] < 0;
-                let shared = match (*k, interior) {
-                    (UNSEEN, true) => {
-                        *k = 2 + e as u32;
-                        false
-                    }
-                    (UNSEEN, false) => {
-                        *k = SKELETON;
-                        false
-                    }
-                    (SKELETON, false) => false,
-                    _ => true,
-                };
-                if shared {
-                    return Err(GpuError::Unsupported(format!(
-                        "node {n} is interior to an element and shared with element {e}: the mesh is not conforming"
-                    )));
-                }
-            }
+        let kind: Vec<AtomicU32> = (0..nn).map(|_| AtomicU32::new(UNSEEN)).collect();
+        // interior nodes first, each claimed by one element; then the skeleton, which must
+        // not meet a claimed node (the lowest element of a clash is reported)
+        let interior_clash = (0..ne)
+            .into_par_iter()
+            .filter_map(|e| {
+                let en = restriction.elem(e);
+                en.iter().enumerate().find_map(|(l, &n)| {
+                    (local.slot[l] < 0
+                        && kind[n as usize]
+                            .compare_exchange(UNSEEN, 2 + e as u32, Relaxed, Relaxed)
+                            .is_err())
+                    .then_some((e, n))
+                })
+            })
+            .min();
+        let skeleton_clash = || {
+            (0..ne)
+                .into_par_iter()
+                .filter_map(|e| {
+                    let en = restriction.elem(e);
+                    en.iter().enumerate().find_map(|(l, &n)| {
+                        if local.slot[l] < 0 {
+                            return None;
+                        }
+                        let k = &kind[n as usize];
+                        if k.load(Relaxed) >= 2 {
+                            return Some((e, n));
+                        }
+                        k.store(SKELETON, Relaxed);
+                        None
+                    })
+                })
+                .min()
+        };
+        if let Some((e, n)) = interior_clash.or_else(skeleton_clash) {
+            return Err(GpuError::Unsupported(format!(
+                "node {n} is interior to an element and shared with element {e}: the mesh is not conforming"
+            )));
         }
-        let mut new_of = vec![u32::MAX; nn];
-        let mut next = 0u32;
+        let kind: Vec<u32> = kind.into_iter().map(AtomicU32::into_inner).collect();
+        if kind.par_iter().any(|&k| k == UNSEEN) {
+            return Err(GpuError::Unsupported(
+                "a node of the space belongs to no element".into(),
+            ));
+        }
         let mut is_absorbing = vec![false; nn];
         for &a in absorbing {
             match kind.get(a as usize) {
-                Some(&SKELETON) => is_absorbing[a as usize] = true,
+                Some(&SKELETON) if !is_absorbing[a as usize] => is_absorbing[a as usize] = true,
+                Some(&SKELETON) => {
+                    return Err(GpuError::Unsupported(format!(
+                        "absorbing node {a} is listed twice"
+                    )))
+                }
                 _ => {
                     return Err(GpuError::Unsupported(format!(
                         "absorbing node {a} is not on an element's boundary"
@@ -134,43 +161,45 @@ impl WaveLayout {
                 }
             }
         }
-        for n in 0..nn {
-            if kind[n] == SKELETON && !is_absorbing[n] {
-                new_of[n] = next;
-                next += 1;
-            }
+        // the kernels' order, as the space's nodes: the plain skeleton in the space's
+        // order, the absorbing nodes in theirs, then the elements' interiors
+        let mut old_of: Vec<u32> = (0..nn as u32)
+            .into_par_iter()
+            .filter(|&n| kind[n as usize] == SKELETON && !is_absorbing[n as usize])
+            .collect();
+        let plain = old_of.len();
+        old_of.extend_from_slice(absorbing);
+        let skeleton = old_of.len();
+        old_of.resize(nn, 0);
+        let interior_local: Vec<usize> = (0..npe).filter(|&l| local.slot[l] < 0).collect();
+        if !interior_local.is_empty() {
+            old_of[skeleton..]
+                .par_chunks_mut(local.interior)
+                .enumerate()
+                .for_each(|(e, out)| {
+                    let en = restriction.elem(e);
+                    for &l in &interior_local {
+                        out[(-local.slot[l] - 1) as usize] = en[l];
+                    }
+                });
         }
-        let plain = next as usize;
-        for &a in absorbing {
-            if new_of[a as usize] != u32::MAX {
-                return Err(GpuError::Unsupported(format!(
-                    "absorbing node {a} is listed twice"
-                )));
-            }
-            new_of[a as usize] = next;
-            next += 1;
-        }
-        let skeleton = next as usize;
+        let new_of: Vec<AtomicU32> = (0..nn).map(|_| AtomicU32::new(0)).collect();
+        old_of
+            .par_iter()
+            .enumerate()
+            .for_each(|(new, &old)| new_of[old as usize].store(new as u32, Relaxed));
+        let new_of: Vec<u32> = new_of.into_iter().map(AtomicU32::into_inner).collect();
         let mut skeleton_nodes = vec![0u32; ne * local.skeleton];
-        for e in 0..ne {
-            for (l, &n) in restriction.elem(e).iter().enumerate() {
-                let s = local.slot[l];
-                if s >= 0 {
-                    skeleton_nodes[e * local.skeleton + s as usize] = new_of[n as usize];
-                } else {
-                    new_of[n as usize] = (skeleton + e * local.interior + (-s - 1) as usize) as u32;
+        skeleton_nodes
+            .par_chunks_mut(local.skeleton.max(1))
+            .enumerate()
+            .for_each(|(e, out)| {
+                for (l, &n) in restriction.elem(e).iter().enumerate() {
+                    if let Ok(s) = usize::try_from(local.slot[l]) {
+                        out[s] = new_of[n as usize];
+                    }
                 }
-            }
-        }
-        if new_of.contains(&u32::MAX) {
-            return Err(GpuError::Unsupported(
-                "a node of the space belongs to no element".into(),
-            ));
-        }
-        let mut old_of = vec![0u32; nn];
-        for (old, &new) in new_of.iter().enumerate() {
-            old_of[new as usize] = old as u32;
-        }
+            });
         Ok(WaveLayout {
             local,
             skeleton,

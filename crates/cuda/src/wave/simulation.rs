@@ -11,6 +11,7 @@ use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::{FactorLayout, TensorOperator};
 use ferrofem_space::H1Space;
 use ferrofem_wave::{blow_up_error, BlowUpWatch, Simulation, WaveError, WaveKind};
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The highest order the wave kernels are specialised and tested for (higher orders run on
@@ -344,13 +345,21 @@ impl<T: GpuReal> GpuWave<T> {
             }
             out
         };
-        let u = DeviceVec::from_host(dev, &permute(sim.field()), "wave field")?;
-        let up = DeviceVec::from_host(dev, &permute(sim.previous_field()), "wave field")?;
+        // (fields at rest, as every run starts, are zeroed on the device)
+        let field = |v: &[T]| {
+            if v.par_iter().all(|x| *x == T::zero()) {
+                DeviceVec::zeros(dev, nn * nc, "wave field")
+            } else {
+                DeviceVec::from_host(dev, &permute(v), "wave field")
+            }
+        };
+        let u = field(sim.field())?;
+        let up = field(sim.previous_field())?;
         let ku = DeviceVec::zeros(dev, layout.skeleton * nc, "skeleton accumulator")?;
         let scale_cpu = sim.step_scale();
         let scale: Vec<T> = layout
             .old_of
-            .iter()
+            .par_iter()
             .map(|&old| scale_cpu[old as usize * nc])
             .collect();
         let step_scale = DeviceVec::from_host(dev, &scale, "dt^2 / mass")?;

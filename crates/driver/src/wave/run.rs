@@ -78,32 +78,43 @@ pub fn run_wave(
     }
 }
 
-/// The time loop for `sim` on the backend `case` asks for, with the note when `auto` fell
-/// back to the CPU.
+/// The time loop of `case` on the backend it asks for, with the note when `auto` fell back
+/// to the CPU.
 #[allow(clippy::type_complexity)]
 fn stepper<T: WaveReal>(
     case: &WaveCase,
-    sim: Simulation<T>,
 ) -> Result<(Box<dyn WaveStepper>, &'static str, Option<String>), PipelineError> {
+    let mesh = &case.mesh.mesh;
     let backend = crate::backend::select(case.backend)?;
     let note = backend.fallback_note();
     match backend {
-        crate::backend::Backend::Cpu { .. } => Ok((Box::new(sim), "cpu", note)),
+        crate::backend::Backend::Cpu { .. } => Ok((
+            Box::new(Simulation::<T>::new(mesh, &case.setup)?),
+            "cpu",
+            note,
+        )),
         #[cfg(feature = "cuda")]
-        crate::backend::Backend::Cuda(dev) => match ferrofem_cuda::wave::GpuWave::new(&dev, &sim) {
-            Ok(gpu) => Ok((Box::new(GpuStepper { sim, gpu }), "cuda", None)),
-            Err(e) => {
-                let e = PipelineError::from(e);
-                match (case.backend, crate::backend::fallback_reason(&e)) {
-                    (crate::backend::BackendArg::Auto, Some(why)) => Ok((
-                        Box::new(sim),
-                        "cpu",
-                        Some(format!("{why}; running on the CPU")),
-                    )),
-                    _ => Err(e),
+        crate::backend::Backend::Cuda(dev) => {
+            let sim = Simulation::<T>::for_device(mesh, &case.setup)?;
+            match ferrofem_cuda::wave::GpuWave::new(&dev, &sim) {
+                Ok(gpu) => Ok((Box::new(GpuStepper { sim, gpu }), "cuda", None)),
+                Err(e) => {
+                    let e = PipelineError::from(e);
+                    match (case.backend, crate::backend::fallback_reason(&e)) {
+                        (crate::backend::BackendArg::Auto, Some(why)) => {
+                            // (set up again in the CPU kernels' node order)
+                            drop(sim);
+                            Ok((
+                                Box::new(Simulation::<T>::new(mesh, &case.setup)?),
+                                "cpu",
+                                Some(format!("{why}; running on the CPU")),
+                            ))
+                        }
+                        _ => Err(e),
+                    }
                 }
             }
-        },
+        }
     }
 }
 
@@ -114,8 +125,7 @@ fn run<T: WaveReal>(
     let mesh = &case.mesh.mesh;
     let out = &case.outputs;
     let t0 = Instant::now();
-    let sim = Simulation::<T>::new(mesh, &case.setup)?;
-    let (mut stepper, backend, backend_note) = stepper(case, sim)?;
+    let (mut stepper, backend, backend_note) = stepper::<T>(case)?;
     let setup_seconds = t0.elapsed().as_secs_f64();
     let info = stepper.simulation();
     let steps = info.steps();

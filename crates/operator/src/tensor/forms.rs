@@ -44,6 +44,9 @@ impl<T: Real> TensorPhysics<T> for Mass {
     fn qdata(&self, at: &PointGeometry, out: &mut [f64]) {
         out[0] = at.wdetj() * self.rho.at(at);
     }
+    fn affine_weighting(&self, _dim: usize) -> Option<Vec<bool>> {
+        self.rho.is_cellwise().then(|| vec![true])
+    }
     fn plain_geometry(&self) -> bool {
         self.rho.is_one()
     }
@@ -115,6 +118,11 @@ impl<T: Real> TensorPhysics<T> for Diffusion {
         if self.alpha != 0.0 {
             out[m] = at.wdetj();
         }
+    }
+    fn affine_weighting(&self, dim: usize) -> Option<Vec<bool>> {
+        // the metric w det J J⁻¹ J⁻ᵀ κ and w det J
+        let n = dim * (dim + 1) / 2 + (self.alpha != 0.0) as usize;
+        self.kappa.is_cellwise().then(|| vec![true; n])
     }
     fn plain_geometry(&self) -> bool {
         self.kappa.is_one()
@@ -188,6 +196,14 @@ impl<T: Real> TensorPhysics<T> for Elastic {
         }
         out[d * d] = self.lambda.at(at) * at.wdetj();
         out[d * d + 1] = self.mu.at(at) * at.wdetj();
+    }
+    fn affine_weighting(&self, dim: usize) -> Option<Vec<bool>> {
+        // J⁻¹, then λ w det J and μ w det J
+        (self.lambda.is_cellwise() && self.mu.is_cellwise()).then(|| {
+            let mut w = vec![false; dim * dim];
+            w.extend([true, true]);
+            w
+        })
     }
     fn reads_compact(&self) -> bool {
         true

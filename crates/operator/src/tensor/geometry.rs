@@ -8,7 +8,7 @@ use ferrofem_base::Real;
 use ferrofem_geometry::{adjugate, GeometrySource};
 use ferrofem_mesh::Mesh;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 /// Determinants below this fraction of `h^dim` (with `h` the largest vertex offset of the
 /// element) count as degenerate.
@@ -141,6 +141,7 @@ impl<T: Real> TensorGeometry<T> {
         basis: &TensorBasis,
         num_factors: usize,
         qdata: &(dyn Fn(&PointGeometry, &mut [f64]) + Sync),
+        affine_weighting: Option<&[bool]>,
         plain: (bool, bool),
         source: GeometrySource,
         layout: FactorLayout,
@@ -164,11 +165,15 @@ impl<T: Real> TensorGeometry<T> {
             // coefficients (rounding would make them differ in the last bits)
             let affine = is_affine(dim, table.nv1, vd).then(|| table.point(e, 0, vd, x0));
             for i in 0..nq {
-                let mut pg = table.point(e, i, vd, x0);
-                if let Some(first) = &affine {
-                    pg.jacobian = first.jacobian;
-                    pg.det = first.det;
-                }
+                let pg = match &affine {
+                    Some(first) => PointGeometry {
+                        point: i,
+                        x: table.position(i, vd, x0),
+                        weight: table.w[i],
+                        ..*first
+                    },
+                    None => table.point(e, i, vd, x0),
+                };
                 // a NaN determinant counts as bad too
                 if pg.det.partial_cmp(&tiny) != Some(std::cmp::Ordering::Greater) {
                     bad = bad.or(Some(BadPoint::Inverted(e, i, pg.det)));
@@ -202,33 +207,90 @@ impl<T: Real> TensorGeometry<T> {
                     .min_by_key(|b| b.elem())
             }
             (GeometrySource::Stored, FactorLayout::Interleaved) => {
-                interleaved = vec![[T::zero(); LANES]; ne.div_ceil(LANES) * nf * nq];
-                first_values = vec![[0.0; LANES]; ne.div_ceil(LANES) * nf];
-                interleaved
-                    .par_chunks_mut(block)
-                    .zip(first_values.par_chunks_mut(nf.max(1)))
+                // first without storing: when every datum follows a compact pattern (affine
+                // elements, coefficients constant on each) the per-point data are never
+                // needed; a datum that breaks every pattern stops this pass, and the data
+                // are stored by the second
+                let nb = ne.div_ceil(LANES);
+                let broken = AtomicBool::new(nf > super::kernel::MAX_COMPACT);
+                first_values = vec![[0.0; LANES]; nb * nf];
+                let probe_bad = first_values
+                    .par_chunks_mut(nf.max(1))
                     .enumerate()
                     .with_min_len(8)
-                    .filter_map(|(b, (out, first))| {
+                    .filter_map(|(b, first)| {
+                        if broken.load(Ordering::Relaxed) {
+                            return None;
+                        }
                         let mut bad = None;
                         let mut vals = vec![0.0; nf * nq];
                         for l in 0..LANES {
                             // padding lanes repeat the last element
                             let e = (b * LANES + l).min(ne - 1);
-                            let r = element(e, &mut |c, i, v| {
-                                out[c * nq + i][l] = T::of(v);
-                                vals[c * nq + i] = v;
-                            });
-                            bad = bad.or(r);
+                            if let Some(weighted) = affine_weighting {
+                                let vd = &offsets_f64[e * per..(e + 1) * per];
+                                if is_affine(dim, table.nv1, vd) {
+                                    // the first point says it all (the physics' promise)
+                                    let x0 = &origins[e * dim..(e + 1) * dim];
+                                    let pg = table.point(e, 0, vd, x0);
+                                    let tiny = DEGENERATE * elem_scale(vd).powi(dim as i32);
+                                    if pg.det.partial_cmp(&tiny)
+                                        != Some(std::cmp::Ordering::Greater)
+                                    {
+                                        bad = bad.or(Some(BadPoint::Inverted(e, 0, pg.det)));
+                                        continue;
+                                    }
+                                    let mut f = vec![0.0; nf];
+                                    qdata(&pg, &mut f);
+                                    for (c, pat) in patterns.iter().enumerate() {
+                                        if !f[c].is_finite() {
+                                            bad = bad.or(Some(BadPoint::Data(e, 0, c, f[c])));
+                                        }
+                                        // (a zero datum follows both patterns)
+                                        let here = match (f[c] == 0.0, weighted[c]) {
+                                            (true, _) => SAME | WEIGHTED,
+                                            (false, true) => WEIGHTED,
+                                            (false, false) => SAME,
+                                        };
+                                        pat.fetch_and(here, Ordering::Relaxed);
+                                        first[c][l] = f[c];
+                                    }
+                                    continue;
+                                }
+                            }
+                            bad = bad.or(element(e, &mut |c, i, v| vals[c * nq + i] = v));
                             for (c, pat) in patterns.iter().enumerate() {
                                 let vc = &vals[c * nq..(c + 1) * nq];
-                                pat.fetch_and(datum_pattern(vc, &table.w), Ordering::Relaxed);
+                                let here = datum_pattern(vc, &table.w);
+                                if pat.fetch_and(here, Ordering::Relaxed) & here == 0 {
+                                    broken.store(true, Ordering::Relaxed);
+                                }
                                 first[c][l] = vc[0];
                             }
                         }
                         bad
                     })
-                    .min_by_key(|b| b.elem())
+                    .min_by_key(|b| b.elem());
+                if !broken.load(Ordering::Relaxed) {
+                    probe_bad
+                } else {
+                    first_values = Vec::new();
+                    interleaved = vec![[T::zero(); LANES]; nb * nf * nq];
+                    interleaved
+                        .par_chunks_mut(block)
+                        .enumerate()
+                        .with_min_len(8)
+                        .filter_map(|(b, out)| {
+                            let mut bad = None;
+                            for l in 0..LANES {
+                                let e = (b * LANES + l).min(ne - 1);
+                                bad = bad
+                                    .or(element(e, &mut |c, i, v| out[c * nq + i][l] = T::of(v)));
+                            }
+                            bad
+                        })
+                        .min_by_key(|b| b.elem())
+                }
             }
             (GeometrySource::OnTheFly, _) => (0..ne)
                 .into_par_iter()
@@ -494,6 +556,19 @@ impl MapTable {
         }
     }
 
+    /// The position of point `i` of an element with vertex offsets `vd` and first vertex
+    /// `x0` (what [`MapTable::point`] computes first).
+    pub(crate) fn position(&self, i: usize, vd: &[f64], x0: &[f64]) -> [f64; 3] {
+        let nv1 = self.nv1;
+        let ph = &self.phi[i * nv1..(i + 1) * nv1];
+        let mut x = [0.0; 3];
+        for a in 0..self.dim {
+            let va = &vd[a * nv1..(a + 1) * nv1];
+            x[a] = x0[a] + va.iter().zip(ph).map(|(o, p)| o * p).sum::<f64>();
+        }
+        x
+    }
+
     /// The derivatives at point `i`, `[k][v - 1]`.
     pub(crate) fn dphi_at(&self, i: usize) -> &[f64] {
         let s = self.dim * self.nv1;
@@ -662,6 +737,50 @@ mod tests {
     use ferrofem_mesh::{generate_box, BoxSpec};
 
     #[test]
+    fn affine_elements_take_their_data_from_the_first_point() {
+        // an affine box (sheared) with per-element coefficients: the shortcut and the
+        // computation at every point give the same compact data
+        for ct in [CellType::Quadrilateral, CellType::Hexahedron] {
+            let d = ct.dim();
+            let mut mesh = generate_box(&BoxSpec::unit(ct, &vec![3; d])).unwrap();
+            for x in mesh.coords_mut().chunks_mut(d) {
+                x[0] += 0.3 * x[1];
+            }
+            let ne = mesh.num_cells();
+            let lambda: Vec<f64> = (0..ne).map(|e| 1.0 + e as f64).collect();
+            let mu: Vec<f64> = (0..ne).map(|e| 2.0 + 0.5 * e as f64).collect();
+            let phys = crate::tensor::Elastic {
+                dim: d,
+                lambda: crate::tensor::Coefficient::PerElement(lambda.into()),
+                mu: crate::tensor::Coefficient::PerElement(mu.into()),
+            };
+            let weighting = TensorPhysics::<f64>::affine_weighting(&phys, d).unwrap();
+            let nf = TensorPhysics::<f64>::qdata_len(&phys, d);
+            let qdata =
+                |p: &PointGeometry, out: &mut [f64]| TensorPhysics::<f64>::qdata(&phys, p, out);
+            let basis = TensorBasis::new(d, 3, 4, true).unwrap();
+            let build = |w: Option<&[bool]>| {
+                TensorGeometry::<f64>::build(
+                    &vertex_offsets(&mesh),
+                    &origins(&mesh),
+                    &basis,
+                    nf,
+                    &qdata,
+                    w,
+                    (false, false),
+                    GeometrySource::Stored,
+                    FactorLayout::Interleaved,
+                )
+                .unwrap()
+            };
+            let (fast, full) = (build(Some(&weighting)), build(None));
+            let (a, b) = (fast.compact.unwrap(), full.compact.unwrap());
+            assert_eq!(a.scale, b.scale);
+            assert_eq!(a.per_elem, b.per_elem);
+        }
+    }
+
+    #[test]
     fn stored_factors_match_quad_geometry() {
         for ct in [CellType::Quadrilateral, CellType::Hexahedron] {
             let d = ct.dim();
@@ -687,6 +806,7 @@ mod tests {
                     &basis,
                     nf,
                     &qdata,
+                    None,
                     (true, true),
                     stored,
                     layout,

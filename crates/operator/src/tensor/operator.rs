@@ -16,7 +16,7 @@ use ferrofem_geometry::GeometrySource;
 use ferrofem_mesh::Mesh;
 use ferrofem_space::{ElemRestriction, H1Space, TransposeMap};
 use rayon::prelude::*;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Elements per task of the by-node accumulation's kernel pass.
 const TASK_ELEMS: usize = 8 * LANES;
@@ -316,10 +316,14 @@ pub struct TensorOperator<T: Real> {
     basis: TensorBasis,
     geometry: TensorGeometry<T>,
     restriction: ElemRestriction,
-    transpose: TransposeMap,
+    /// The node-to-entries map, the colouring and the lane runs serve `apply` only: built
+    /// at the first (an operator whose data go to a GPU never builds them).
+    transpose: OnceLock<TransposeMap>,
     accumulation: Accumulation,
-    coloring: Option<BlockColoring>,
-    runs: LaneRuns,
+    /// Elements per colouring block.
+    block_len: usize,
+    coloring: OnceLock<Option<BlockColoring>>,
+    runs: OnceLock<LaneRuns>,
     b: Vec<T>,
     bt: Vec<T>,
     d: Vec<T>,
@@ -476,27 +480,22 @@ impl<T: Real> TensorOperator<T> {
         let nf = phys.qdata_len(dim);
         let offsets_f64 = vertex_offsets(mesh);
         let qdata = |p: &PointGeometry, out: &mut [f64]| phys.qdata(p, out);
+        let weighting = phys.affine_weighting(dim);
         let geometry = TensorGeometry::build(
             &offsets_f64,
             &origins(mesh),
             &basis,
             nf,
             &qdata,
+            weighting.as_deref(),
             plain,
             opts.geometry,
             opts.factor_layout,
         )?;
         let restriction = space.restriction().clone();
-        let transpose = restriction.transpose();
-        let coloring = (opts.accumulation == Accumulation::Colored).then(|| {
-            BlockColoring::new(
-                &restriction,
-                &transpose,
-                opts.block_len.unwrap_or_else(|| {
-                    default_block_len(mesh.num_cells(), rayon::current_num_threads())
-                }),
-            )
-        });
+        let block_len = opts
+            .block_len
+            .unwrap_or_else(|| default_block_len(mesh.num_cells(), rayon::current_num_threads()));
         let conv = |v: &[f64]| v.iter().map(|&x| T::of(x)).collect::<Vec<T>>();
         let (n, qq) = (basis.n, basis.q);
         let table = MapTable::new(&basis);
@@ -504,7 +503,6 @@ impl<T: Real> TensorOperator<T> {
             .simd
             .map_or_else(SimdLevel::detect, SimdLevel::supported);
         let sizes = Sizes { dim, n, q: qq };
-        let runs = LaneRuns::new(&restriction);
         Ok(TensorOperator {
             kind: None,
             b: conv(&basis.interp),
@@ -516,10 +514,11 @@ impl<T: Real> TensorOperator<T> {
             basis,
             geometry,
             restriction,
-            transpose,
+            transpose: OnceLock::new(),
             accumulation: opts.accumulation,
-            coloring,
-            runs,
+            block_len,
+            coloring: OnceLock::new(),
+            runs: OnceLock::new(),
             simd,
             kernel: bind(form, shape, sizes, simd),
             offsets_f64,
@@ -554,12 +553,26 @@ impl<T: Real> TensorOperator<T> {
     }
     /// The block colouring (for [`Accumulation::Colored`]).
     pub fn coloring(&self) -> Option<&BlockColoring> {
-        self.coloring.as_ref()
+        self.coloring
+            .get_or_init(|| {
+                (self.accumulation == Accumulation::Colored).then(|| {
+                    BlockColoring::new(&self.restriction, self.transpose(), self.block_len)
+                })
+            })
+            .as_ref()
+    }
+    /// The node-to-entries map of the restriction.
+    fn transpose(&self) -> &TransposeMap {
+        self.transpose.get_or_init(|| self.restriction.transpose())
+    }
+    /// The lane runs of the restriction.
+    fn runs(&self) -> &LaneRuns {
+        self.runs.get_or_init(|| LaneRuns::new(&self.restriction))
     }
     /// Fraction of the nodes of full batches whose lanes are a run of consecutive nodes
     /// (moved by vector loads and stores; see [`lane_numbering`](super::lane_numbering)).
     pub fn lane_run_fraction(&self) -> f64 {
-        self.runs.run_fraction()
+        self.runs().run_fraction()
     }
     /// The instruction set the kernels run with.
     pub fn simd(&self) -> SimdLevel {
@@ -594,7 +607,7 @@ impl<T: Real> TensorOperator<T> {
             offsets: self.restriction.offsets(),
             num_nodes: self.restriction.num_nodes(),
             ncomp: self.restriction.ncomp(),
-            runs: &self.runs,
+            runs: self.runs(),
         }
     }
 
@@ -622,7 +635,7 @@ impl<T: Real> TensorOperator<T> {
             self.restriction.num_elem(),
         );
         let kernel = &self.kernel;
-        match &self.coloring {
+        match self.coloring() {
             None => {
                 let mut local = Vec::new();
                 let mut guard = self.evec.try_lock().ok();
@@ -647,7 +660,7 @@ impl<T: Real> TensorOperator<T> {
                             kernel.run(&kd, e0..(e0 + TASK_ELEMS).min(ne), s.get(), x, &mut sink);
                         },
                     );
-                sum_by_node(&self.transpose, nn, nc, evec, y);
+                sum_by_node(self.transpose(), nn, nc, evec, y);
             }
             Some(coloring) => {
                 y.par_chunks_mut(1 << 14).for_each(|c| c.fill(T::zero()));
@@ -657,7 +670,7 @@ impl<T: Real> TensorOperator<T> {
                         || PooledScratch::take(&self.scratch, sizes, nf, nc),
                         |s, &b| {
                             let _flush = FlushSubnormals::new();
-                            let mut sink = SharedSink::new(&shared, &self.restriction, &self.runs);
+                            let mut sink = SharedSink::new(&shared, &self.restriction, self.runs());
                             kernel.run(&kd, coloring.block(b as usize), s.get(), x, &mut sink);
                         },
                     );
@@ -683,7 +696,7 @@ impl<T: Real> TensorOperator<T> {
         );
         let mut dn = vec![0.0f64; self.restriction.num_nodes()];
         sum_by_node(
-            &self.transpose,
+            self.transpose(),
             self.restriction.elem_size(),
             1,
             &ed,

@@ -155,6 +155,13 @@ pub trait TensorPhysics<T: Real>: Send + Sync {
     fn reads_compact(&self) -> bool {
         false
     }
+    /// On an affine element whose coefficients are constant on it, which data are the
+    /// first point's value times `w_i / w_0` (`true`) and which are the same at every
+    /// point (`false`), so that the set-up computes the first point only; `None` (the
+    /// default) when a datum may vary otherwise, e.g. with a coefficient given per point.
+    fn affine_weighting(&self, _dim: usize) -> Option<Vec<bool>> {
+        None
+    }
     /// The pointwise operator on a batch: `v` holds `ncomp · num_points` lanes
     /// (`[c][point]`), `g` holds `ncomp · dim · num_points` lanes (`[c][a][point]`); both
     /// are overwritten in place (only those the physics uses are meaningful).
@@ -188,6 +195,9 @@ impl<T: Real> TensorPhysics<T> for Box<dyn TensorPhysics<T>> {
     fn reads_compact(&self) -> bool {
         (**self).reads_compact()
     }
+    fn affine_weighting(&self, dim: usize) -> Option<Vec<bool>> {
+        (**self).affine_weighting(dim)
+    }
     fn apply(&self, batch: &PointBatch<'_, T>, v: &mut [Lane<T>], g: &mut [Lane<T>]) {
         (**self).apply(batch, v, g)
     }
@@ -220,6 +230,11 @@ impl Coefficient {
             Coefficient::PerElement(v) => v.get(p.elem).copied().unwrap_or(f64::NAN),
             Coefficient::Field(f) => f(p),
         }
+    }
+    /// True when the value is constant on each element (a constant or one value per
+    /// element).
+    pub fn is_cellwise(&self) -> bool {
+        !matches!(self, Coefficient::Field(_))
     }
     /// True for the constant 1 (the coefficient of the bake-off problems).
     pub fn is_one(&self) -> bool {
