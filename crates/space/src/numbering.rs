@@ -95,6 +95,56 @@ fn tri_interior_index(p: u32, a1: u32, a2: u32) -> u32 {
     before + (a1 - 1)
 }
 
+/// Numbers the nodes inside an edge from `base`, in the edge's canonical direction (from
+/// its lower global vertex): `reversed` when the cell's local edge runs the other way.
+fn number_edge_nodes(nodes: &[EdgeNode], reversed: bool, p: u32, base: u32, out: &mut [u32]) {
+    for n in nodes {
+        let w_hi = if reversed { n.wa } else { n.wb };
+        let m = w_hi * p / (n.wa + n.wb);
+        out[n.local] = base + m - 1;
+    }
+}
+
+/// Numbers the nodes inside facet `fv` (local vertices) of `cell` from `base`, in the
+/// facet's canonical frame.
+fn number_face_nodes(
+    nodes: &[FaceNode],
+    fv: &[usize],
+    cell: &[u32],
+    p: u32,
+    base: u32,
+    out: &mut [u32],
+) {
+    if fv.len() == 3 {
+        // positions of the facet's local vertices in ascending global order
+        let mut order = [0usize, 1, 2];
+        order.sort_by_key(|&k| cell[fv[k]]);
+        for n in nodes {
+            let wsum: u32 = n.w[..3].iter().sum();
+            let a1 = n.w[order[1]] * p / wsum;
+            let a2 = n.w[order[2]] * p / wsum;
+            out[n.local] = base + tri_interior_index(p, a1, a2);
+        }
+    } else {
+        // quad facet, vertices lexicographic in the facet: neighbours of position k are
+        // k^1 and k^2, the opposite corner is k^3
+        let o = (0..4).min_by_key(|&k| cell[fv[k]]).unwrap_or(0);
+        let (na, nb2) = (o ^ 1, o ^ 2);
+        let (n1, n2) = if cell[fv[na]] < cell[fv[nb2]] {
+            (na, nb2)
+        } else {
+            (nb2, na)
+        };
+        let opp = o ^ 3;
+        for n in nodes {
+            let wsum: u32 = n.w.iter().sum();
+            let s = (n.w[n1] + n.w[opp]) * p / wsum;
+            let t = (n.w[n2] + n.w[opp]) * p / wsum;
+            out[n.local] = base + (s - 1) + (t - 1) * (p - 1);
+        }
+    }
+}
+
 /// The shared entities (edges or faces) of a mesh: every `(cell, local entity)` position
 /// `pos = cell · per_cell + local` mapped to its entity, and each entity's first position
 /// (the lowest cell that has it, then its lowest local index there).
@@ -263,43 +313,12 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
                 let [a, b] = ct.edges()[e];
                 let (ga, gb) = (cell[a], cell[b]);
                 let eb = base(&edge_base[edges.of[c * nedge + e] as usize]);
-                for n in nodes {
-                    let w_hi = if ga > gb { n.wa } else { n.wb };
-                    let m = w_hi * p / (n.wa + n.wb);
-                    out[n.local] = eb + m - 1;
-                }
+                number_edge_nodes(nodes, ga > gb, p, eb, out);
             }
             for (f, nodes) in groups.faces.iter().enumerate().take(nface) {
                 let fv = facets[f];
                 let fb = base(&face_base[faces.of[c * nface + f] as usize]);
-                if fv.len() == 3 {
-                    // positions of the facet's local vertices in ascending global order
-                    let mut order = [0usize, 1, 2];
-                    order.sort_by_key(|&k| cell[fv[k]]);
-                    for n in nodes {
-                        let wsum: u32 = n.w[..3].iter().sum();
-                        let a1 = n.w[order[1]] * p / wsum;
-                        let a2 = n.w[order[2]] * p / wsum;
-                        out[n.local] = fb + tri_interior_index(p, a1, a2);
-                    }
-                } else {
-                    // quad facet, vertices lexicographic in the facet: neighbours of
-                    // position k are k^1 and k^2, the opposite corner is k^3
-                    let o = (0..4).min_by_key(|&k| cell[fv[k]]).expect("4 vertices");
-                    let (na, nb2) = (o ^ 1, o ^ 2);
-                    let (n1, n2) = if cell[fv[na]] < cell[fv[nb2]] {
-                        (na, nb2)
-                    } else {
-                        (nb2, na)
-                    };
-                    let opp = o ^ 3;
-                    for n in nodes {
-                        let wsum: u32 = n.w.iter().sum();
-                        let s = (n.w[n1] + n.w[opp]) * p / wsum;
-                        let t = (n.w[n2] + n.w[opp]) * p / wsum;
-                        out[n.local] = fb + (s - 1) + (t - 1) * (p - 1);
-                    }
-                }
+                number_face_nodes(nodes, fv, cell, p, fb, out);
             }
             for (k, &local) in groups.interior.iter().enumerate() {
                 out[local] = interior_base[c] + k as u32;
@@ -364,11 +383,7 @@ mod tests {
                     let base = *edge_base
                         .entry(key)
                         .or_insert_with(|| alloc(per_edge, &mut next));
-                    for n in nodes {
-                        let w_hi = if ga > gb { n.wa } else { n.wb };
-                        let m = w_hi * p / (n.wa + n.wb);
-                        out[n.local] = base + m - 1;
-                    }
+                    number_edge_nodes(nodes, ga > gb, p, base, out);
                 }
             }
             if d == 3 && per_face > 0 {
@@ -382,34 +397,7 @@ mod tests {
                     let base = *face_base
                         .entry(key)
                         .or_insert_with(|| alloc(per_face, &mut next));
-                    if fv.len() == 3 {
-                        // positions of the facet's local vertices in ascending global order
-                        let mut order = [0usize, 1, 2];
-                        order.sort_by_key(|&k| cell[fv[k]]);
-                        for n in nodes {
-                            let wsum: u32 = n.w[..3].iter().sum();
-                            let a1 = n.w[order[1]] * p / wsum;
-                            let a2 = n.w[order[2]] * p / wsum;
-                            out[n.local] = base + tri_interior_index(p, a1, a2);
-                        }
-                    } else {
-                        // quad facet, vertices lexicographic in the facet: neighbours of
-                        // position k are k^1 and k^2, the opposite corner is k^3
-                        let o = (0..4).min_by_key(|&k| cell[fv[k]]).expect("4 vertices");
-                        let (na, nb2) = (o ^ 1, o ^ 2);
-                        let (n1, n2) = if cell[fv[na]] < cell[fv[nb2]] {
-                            (na, nb2)
-                        } else {
-                            (nb2, na)
-                        };
-                        let opp = o ^ 3;
-                        for n in nodes {
-                            let wsum: u32 = n.w.iter().sum();
-                            let s = (n.w[n1] + n.w[opp]) * p / wsum;
-                            let t = (n.w[n2] + n.w[opp]) * p / wsum;
-                            out[n.local] = base + (s - 1) + (t - 1) * (p - 1);
-                        }
-                    }
+                    number_face_nodes(nodes, fv, cell, p, base, out);
                 }
             }
             if !groups.interior.is_empty() {
