@@ -252,7 +252,10 @@ impl<T: Real> TensorGeometry<T> {
                                             (false, true) => WEIGHTED,
                                             (false, false) => SAME,
                                         };
-                                        pat.fetch_and(here, Ordering::Relaxed);
+                                        // (whoever empties a pattern stops the pass)
+                                        if pat.fetch_and(here, Ordering::Relaxed) & here == 0 {
+                                            broken.store(true, Ordering::Relaxed);
+                                        }
                                         first[c][l] = f[c];
                                     }
                                     continue;
