@@ -8,6 +8,7 @@ mod assemble_cmd;
 mod autotune;
 mod bench;
 mod error;
+mod huge_pages;
 mod info_cmd;
 mod mesh_cmd;
 mod mesh_source;
@@ -17,6 +18,9 @@ mod wave_cmd;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
+
+#[global_allocator]
+static ALLOCATOR: huge_pages::HugePageAlloc = huge_pages::HugePageAlloc;
 
 /// ferrofem: finite elements at the memory-bandwidth limit.
 #[derive(Parser, Debug)]

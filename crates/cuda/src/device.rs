@@ -6,7 +6,8 @@ use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-fn driver_present() -> bool {
+/// Whether the CUDA driver library can be loaded (nothing is initialised).
+pub fn driver_present() -> bool {
     // SAFETY: only probes for the library.
     unsafe { sys::is_culib_present() }
 }

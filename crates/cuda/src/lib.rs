@@ -22,7 +22,7 @@ mod timing;
 mod vector;
 pub mod wave;
 
-pub use device::{device_count, GpuDevice};
+pub use device::{device_count, driver_present, GpuDevice};
 pub use error::GpuError;
 pub use timing::{median, GpuTimer};
 pub use vector::{DeviceVec, GpuReal};

@@ -26,6 +26,6 @@ mod test_meshes;
 pub use cell_map::{jacobian, map_point, CellMap};
 pub use error::GeometryError;
 pub use jacobian::{adjugate, Jacobian, DEGENERACY_TOLERANCE};
-pub use locate::{Located, PointLocator, LOCATE_TOLERANCE};
+pub use locate::{Located, PointLocator, LOCATE_TOLERANCE, SCANNED_QUERIES};
 pub use quad_geometry::{metric_len, QuadGeometry};
 pub use source::GeometrySource;

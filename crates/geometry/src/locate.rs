@@ -10,6 +10,9 @@
 use crate::jacobian::adjugate;
 use crate::{CellMap, GeometryError};
 use ferrofem_mesh::Mesh;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// Tolerance of [`PointLocator::locate`], in units of the reference cell's edge length
 /// (1 for the simplices' legs, 2 for `[-1, 1]^d`): a point is in a cell when its reference
@@ -53,12 +56,37 @@ pub struct Located {
 /// Built once per mesh ([`PointLocator::new`]), then queried any number of times
 /// ([`PointLocator::locate`]); queries only read, so one locator serves many threads.
 ///
-/// Memory: one bounding box per cell and a bin grid of about one bin per cell, each cell
-/// listed in the bins its box overlaps (a few per cell for cells of comparable size), so
-/// `O(cells)`. A query costs the cells listed in one bin.
-#[derive(Clone, Debug)]
+/// The first [`SCANNED_QUERIES`] queries scan every cell's box in parallel: a few points
+/// (a run's sources and receivers) are found sooner so than by building an index. The next
+/// query builds the index, a uniform grid of bins, each listing the cells whose box overlaps
+/// it (one box per cell and about one bin per cell, a few bins per cell for cells of
+/// comparable size, so `O(cells)` memory); a query then costs the cells of one bin. Both
+/// ways test the same cells in the same order and find the same cell.
+#[derive(Debug)]
 pub struct PointLocator<'m> {
     map: CellMap<'m>,
+    /// The bin grid, built at the first query after the scanned ones.
+    bins: OnceLock<Bins>,
+    /// Queries still to be answered by a scan.
+    scans_left: AtomicUsize,
+}
+
+/// Queries a [`PointLocator`] answers by scanning every cell before it builds its bins.
+pub const SCANNED_QUERIES: usize = 8;
+
+impl Clone for PointLocator<'_> {
+    fn clone(&self) -> Self {
+        PointLocator {
+            map: self.map.clone(),
+            bins: self.bins.clone(),
+            scans_left: AtomicUsize::new(self.scans_left.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// The bin grid of a [`PointLocator`].
+#[derive(Clone, Debug)]
+struct Bins {
     /// Lower corner of the bin grid (the mesh's bounding box).
     lo: [f64; 3],
     /// Bins per unit length along each axis (0 on an axis of one bin and zero extent).
@@ -73,73 +101,55 @@ pub struct PointLocator<'m> {
     boxes: Vec<f64>,
 }
 
+/// The bounding box of cell `c` (its vertices' extent in the first `dim` coordinates).
+fn cell_box(mesh: &Mesh, c: usize) -> ([f64; 3], [f64; 3]) {
+    let d = mesh.dim();
+    let mut blo = [f64::INFINITY; 3];
+    let mut bhi = [f64::NEG_INFINITY; 3];
+    for &v in mesh.cell(c) {
+        let x = mesh.vertex(v as usize);
+        for k in 0..d {
+            blo[k] = blo[k].min(x[k]);
+            bhi[k] = bhi[k].max(x[k]);
+        }
+    }
+    (blo, bhi)
+}
+
+/// Cell `c`'s bounding box enlarged by [`BOX_MARGIN`] of its diagonal: `dim` lower, then
+/// `dim` upper coordinates written to `b`.
+fn enlarged_box(mesh: &Mesh, c: usize, b: &mut [f64]) {
+    let d = mesh.dim();
+    let (blo, bhi) = cell_box(mesh, c);
+    let diag = (0..d)
+        .map(|k| (bhi[k] - blo[k]).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let margin = BOX_MARGIN * diag;
+    for k in 0..d {
+        b[k] = blo[k] - margin;
+        b[d + k] = bhi[k] + margin;
+    }
+}
+
+/// Whether `x` lies in box `b` (`dim` lower, then upper coordinates); never for NaN.
+fn in_box(x: &[f64], b: &[f64]) -> bool {
+    let d = x.len();
+    // negated so that NaN coordinates fail
+    !(0..d).any(|k| !(x[k] >= b[k] && x[k] <= b[d + k]))
+}
+
 impl<'m> PointLocator<'m> {
-    /// Builds a uniform bin grid over the bounding box of `mesh`'s cells: about one bin per
-    /// cell on average, with the bins as close to cubes as the box's extents allow (an
-    /// axis along which the box is thinner than a bin gets a single bin). Each bin lists
-    /// the cells whose bounding box, enlarged by a relative `1e-8` of its diagonal,
-    /// overlaps it.
+    /// A locator for `mesh`: the first [`SCANNED_QUERIES`] queries scan the cells; the bin
+    /// grid is built at the next ([`PointLocator`]).
     ///
     /// Fails only if the coordinate element of the mesh's cell type cannot be built.
     pub fn new(mesh: &'m Mesh) -> Result<PointLocator<'m>, GeometryError> {
-        let map = CellMap::new(mesh)?;
-        let d = mesh.dim();
-        let nc = mesh.num_cells();
-
-        let mut boxes = vec![0.0; nc * 2 * d];
-        let mut lo = [0.0; 3];
-        let mut hi = [0.0; 3];
-        if nc > 0 {
-            lo[..d].fill(f64::INFINITY);
-            hi[..d].fill(f64::NEG_INFINITY);
-        }
-        for c in 0..nc {
-            let mut blo = [f64::INFINITY; 3];
-            let mut bhi = [f64::NEG_INFINITY; 3];
-            for &v in mesh.cell(c) {
-                let x = mesh.vertex(v as usize);
-                for k in 0..d {
-                    blo[k] = blo[k].min(x[k]);
-                    bhi[k] = bhi[k].max(x[k]);
-                }
-            }
-            let diag = (0..d)
-                .map(|k| (bhi[k] - blo[k]).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            let margin = BOX_MARGIN * diag;
-            let b = &mut boxes[c * 2 * d..(c + 1) * 2 * d];
-            for k in 0..d {
-                lo[k] = lo[k].min(blo[k]);
-                hi[k] = hi[k].max(bhi[k]);
-                b[k] = blo[k] - margin;
-                b[d + k] = bhi[k] + margin;
-            }
-        }
-
-        let mut ext = [0.0; 3];
-        for k in 0..d {
-            ext[k] = hi[k] - lo[k];
-        }
-        let n = bins_per_axis(d, &ext, nc);
-        let mut inv_h = [0.0; 3];
-        for k in 0..d {
-            if ext[k] > 0.0 {
-                inv_h[k] = n[k] as f64 / ext[k];
-            }
-        }
-
-        let mut locator = PointLocator {
-            map,
-            lo,
-            inv_h,
-            n,
-            bin_start: Vec::new(),
-            bin_cells: Vec::new(),
-            boxes,
-        };
-        locator.fill_bins();
-        Ok(locator)
+        Ok(PointLocator {
+            map: CellMap::new(mesh)?,
+            bins: OnceLock::new(),
+            scans_left: AtomicUsize::new(SCANNED_QUERIES),
+        })
     }
 
     /// The mesh.
@@ -167,16 +177,27 @@ impl<'m> PointLocator<'m> {
     pub fn locate(&self, x: &[f64]) -> Option<Located> {
         let d = self.mesh().dim();
         assert_eq!(x.len(), d, "a point to locate needs {d} coordinates");
-        let mut bin = 0;
-        for k in (0..d).rev() {
-            bin = bin * self.n[k] + self.axis_bin(k, x[k]);
+        let scan = self.bins.get().is_none()
+            && self
+                .scans_left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok();
+        if scan {
+            self.locate_by_scan(x)
+        } else {
+            self.locate_in_bins(x)
         }
-        let cells = &self.bin_cells[self.bin_start[bin]..self.bin_start[bin + 1]];
-        cells.iter().find_map(|&c| {
-            let c = c as usize;
-            let b = &self.boxes[c * 2 * d..(c + 1) * 2 * d];
-            // negated so that NaN coordinates fail
-            if (0..d).any(|k| !(x[k] >= b[k] && x[k] <= b[d + k])) {
+    }
+
+    /// [`PointLocator::locate`] by testing every cell's enlarged box, in parallel, keeping
+    /// the lowest cell that holds the point.
+    fn locate_by_scan(&self, x: &[f64]) -> Option<Located> {
+        let mesh = self.mesh();
+        let d = mesh.dim();
+        (0..mesh.num_cells()).into_par_iter().find_map_first(|c| {
+            let mut b = [0.0; 6];
+            enlarged_box(mesh, c, &mut b[..2 * d]);
+            if !in_box(x, &b[..2 * d]) {
                 return None;
             }
             self.reference_coordinates(c, x)
@@ -184,66 +205,24 @@ impl<'m> PointLocator<'m> {
         })
     }
 
-    /// Index of the bin along axis `k` holding coordinate `t`, clamped to the grid (NaN
-    /// goes to bin 0, where the box test rejects it).
-    #[inline]
-    fn axis_bin(&self, k: usize, t: f64) -> usize {
-        let s = ((t - self.lo[k]) * self.inv_h[k]).floor();
-        if s > 0.0 {
-            (s as usize).min(self.n[k] - 1)
-        } else {
-            0
+    /// [`PointLocator::locate`] through the bin grid (built at the first call).
+    fn locate_in_bins(&self, x: &[f64]) -> Option<Located> {
+        let mesh = self.mesh();
+        let d = mesh.dim();
+        let bins = self.bins.get_or_init(|| Bins::new(mesh));
+        let mut bin = 0;
+        for k in (0..d).rev() {
+            bin = bin * bins.n[k] + bins.axis_bin(k, x[k]);
         }
-    }
-
-    /// Bins along each axis overlapped by cell `c`'s enlarged box.
-    fn cell_bin_ranges(&self, c: usize) -> [std::ops::RangeInclusive<usize>; 3] {
-        let d = self.mesh().dim();
-        let b = &self.boxes[c * 2 * d..(c + 1) * 2 * d];
-        std::array::from_fn(|k| {
-            if k < d {
-                self.axis_bin(k, b[k])..=self.axis_bin(k, b[d + k])
-            } else {
-                0..=0
+        let cells = &bins.bin_cells[bins.bin_start[bin]..bins.bin_start[bin + 1]];
+        cells.iter().find_map(|&c| {
+            let c = c as usize;
+            if !in_box(x, &bins.boxes[c * 2 * d..(c + 1) * 2 * d]) {
+                return None;
             }
+            self.reference_coordinates(c, x)
+                .map(|xi| Located { cell: c, xi })
         })
-    }
-
-    /// Lists every cell in the bins its box overlaps, in ascending cell order per bin.
-    fn fill_bins(&mut self) {
-        let nc = self.mesh().num_cells();
-        let (n0, n1) = (self.n[0], self.n[1]);
-        let nbins = self.n.iter().product::<usize>();
-        let mut start = vec![0usize; nbins + 1];
-        for c in 0..nc {
-            let [r0, r1, r2] = self.cell_bin_ranges(c);
-            for k in r2 {
-                for j in r1.clone() {
-                    for i in r0.clone() {
-                        start[i + n0 * (j + n1 * k) + 1] += 1;
-                    }
-                }
-            }
-        }
-        for b in 0..nbins {
-            start[b + 1] += start[b];
-        }
-        let mut next = start.clone();
-        let mut cells = vec![0u32; start[nbins]];
-        for c in 0..nc {
-            let [r0, r1, r2] = self.cell_bin_ranges(c);
-            for k in r2 {
-                for j in r1.clone() {
-                    for i in r0.clone() {
-                        let b = i + n0 * (j + n1 * k);
-                        cells[next[b]] = c as u32;
-                        next[b] += 1;
-                    }
-                }
-            }
-        }
-        self.bin_start = start;
-        self.bin_cells = cells;
     }
 
     /// Reference coordinates of `x` in cell `c` when it lies in the cell within the
@@ -271,6 +250,114 @@ impl<'m> PointLocator<'m> {
         } else {
             tensor_inverse(d, &verts, &p)
         }
+    }
+}
+
+impl Bins {
+    /// A uniform bin grid over the bounding box of `mesh`'s cells: about one bin per cell
+    /// on average, with the bins as close to cubes as the box's extents allow (an axis
+    /// along which the box is thinner than a bin gets a single bin). Each bin lists the
+    /// cells whose bounding box, enlarged by a relative `1e-8` of its diagonal, overlaps
+    /// it.
+    fn new(mesh: &Mesh) -> Bins {
+        let d = mesh.dim();
+        let nc = mesh.num_cells();
+        // each cell's box, enlarged, and the cells' overall box (in parallel)
+        let mut boxes = vec![0.0; nc * 2 * d];
+        boxes
+            .par_chunks_mut((2 * d).max(1))
+            .enumerate()
+            .for_each(|(c, b)| enlarged_box(mesh, c, b));
+        let (mut lo, mut hi) = (0..nc).into_par_iter().map(|c| cell_box(mesh, c)).reduce(
+            || ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]),
+            |a, b| {
+                (
+                    std::array::from_fn(|k| a.0[k].min(b.0[k])),
+                    std::array::from_fn(|k| a.1[k].max(b.1[k])),
+                )
+            },
+        );
+        if nc == 0 {
+            (lo, hi) = ([0.0; 3], [0.0; 3]);
+        }
+        for k in d..3 {
+            (lo[k], hi[k]) = (0.0, 0.0);
+        }
+        let mut ext = [0.0; 3];
+        for k in 0..d {
+            ext[k] = hi[k] - lo[k];
+        }
+        let n = bins_per_axis(d, &ext, nc);
+        let mut inv_h = [0.0; 3];
+        for k in 0..d {
+            if ext[k] > 0.0 {
+                inv_h[k] = n[k] as f64 / ext[k];
+            }
+        }
+        let mut bins = Bins {
+            lo,
+            inv_h,
+            n,
+            bin_start: Vec::new(),
+            bin_cells: Vec::new(),
+            boxes,
+        };
+        bins.fill(d, nc);
+        bins
+    }
+
+    /// Index of the bin along axis `k` holding coordinate `t`, clamped to the grid (NaN
+    /// goes to bin 0, where the box test rejects it).
+    #[inline]
+    fn axis_bin(&self, k: usize, t: f64) -> usize {
+        let s = ((t - self.lo[k]) * self.inv_h[k]).floor();
+        if s > 0.0 {
+            (s as usize).min(self.n[k] - 1)
+        } else {
+            0
+        }
+    }
+
+    /// Bins along each axis overlapped by cell `c`'s enlarged box.
+    fn cell_bin_ranges(&self, d: usize, c: usize) -> [std::ops::RangeInclusive<usize>; 3] {
+        let b = &self.boxes[c * 2 * d..(c + 1) * 2 * d];
+        std::array::from_fn(|k| {
+            if k < d {
+                self.axis_bin(k, b[k])..=self.axis_bin(k, b[d + k])
+            } else {
+                0..=0
+            }
+        })
+    }
+
+    /// Lists every cell in the bins its box overlaps, in ascending cell order per bin.
+    fn fill(&mut self, d: usize, nc: usize) {
+        let (n0, n1) = (self.n[0], self.n[1]);
+        let nbins = self.n.iter().product::<usize>();
+        // (bin, cell) pairs, sorted: each bin's cells in ascending order
+        let mut pairs: Vec<u64> = (0..nc)
+            .into_par_iter()
+            .flat_map_iter(|c| {
+                let [r0, r1, r2] = self.cell_bin_ranges(d, c);
+                r2.flat_map(move |k| {
+                    let r0 = r0.clone();
+                    r1.clone().flat_map(move |j| {
+                        r0.clone()
+                            .map(move |i| ((i + n0 * (j + n1 * k)) as u64) << 32 | c as u64)
+                    })
+                })
+            })
+            .collect();
+        pairs.par_sort_unstable();
+        let mut start = vec![0usize; nbins + 1];
+        for &p in &pairs {
+            start[(p >> 32) as usize + 1] += 1;
+        }
+        for b in 0..nbins {
+            start[b + 1] += start[b];
+        }
+        self.bin_start = start;
+        self.bin_cells = pairs.par_iter().map(|&p| p as u32).collect();
     }
 }
 
@@ -423,5 +510,50 @@ mod tests {
         // degenerate inputs
         assert_eq!(bins_per_axis(3, &[0.0; 3], 10), [1, 1, 1]);
         assert_eq!(bins_per_axis(3, &[1.0; 3], 0), [1, 1, 1]);
+    }
+
+    #[test]
+    fn the_scan_and_the_bins_find_the_same_cell() {
+        use ferrofem_base::CellType;
+        use ferrofem_mesh::{generate_box, BoxSpec};
+        for (ct, dims) in [
+            (CellType::Quadrilateral, vec![6, 5]),
+            (CellType::Triangle, vec![4, 4]),
+            (CellType::Hexahedron, vec![3, 4, 3]),
+            (CellType::Tetrahedron, vec![2, 2, 2]),
+        ] {
+            let mut spec = BoxSpec::unit(ct, &dims);
+            spec.perturb = 0.2;
+            spec.seed = 5;
+            let mesh = generate_box(&spec).unwrap();
+            let d = mesh.dim();
+            let loc = PointLocator::new(&mesh).unwrap();
+            // a lattice through the box and beyond it, every vertex, and a NaN
+            let mut points: Vec<Vec<f64>> = (0..7usize.pow(d as u32))
+                .map(|i| {
+                    (0..d)
+                        .map(|k| -0.1 + 0.2 * ((i / 7usize.pow(k as u32)) % 7) as f64)
+                        .collect()
+                })
+                .collect();
+            points.extend((0..mesh.num_vertices()).map(|v| mesh.vertex(v).to_vec()));
+            points.push(vec![f64::NAN; d]);
+            let mut found = 0;
+            for x in &points {
+                let scanned = loc.locate_by_scan(x);
+                assert_eq!(scanned, loc.locate_in_bins(x), "{ct:?} at {x:?}");
+                found += scanned.is_some() as usize;
+            }
+            assert!(found > mesh.num_vertices(), "{ct:?}: {found} points found");
+            // the locator scans its first queries, then uses its bins
+            assert!(loc.bins.get().is_some());
+            let fresh = PointLocator::new(&mesh).unwrap();
+            for x in points.iter().take(SCANNED_QUERIES) {
+                fresh.locate(x);
+            }
+            assert!(fresh.bins.get().is_none());
+            fresh.locate(&points[0]);
+            assert!(fresh.bins.get().is_some());
+        }
     }
 }

@@ -173,7 +173,7 @@ fn entities<K: Ord + Copy + Send + Sync>(
         .filter(|&i| i == 0 || keyed[i].0 != keyed[i - 1].0)
         .map(|i| i as u32)
         .collect();
-    let of: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let of: Vec<AtomicU32> = (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect();
     starts.par_iter().enumerate().for_each(|(id, &s)| {
         let end = starts.get(id + 1).map_or(n, |&e| e as usize);
         for (_, pos) in &keyed[s as usize..end] {
@@ -181,7 +181,7 @@ fn entities<K: Ord + Copy + Send + Sync>(
         }
     });
     Entities {
-        of: of.into_iter().map(AtomicU32::into_inner).collect(),
+        of: of.into_par_iter().map(AtomicU32::into_inner).collect(),
         first: starts.par_iter().map(|&s| keyed[s as usize].1).collect(),
     }
 }

@@ -21,6 +21,9 @@ pub struct H1Space {
     mesh_cells: usize,
     mesh_vertices: usize,
     skeleton_nodes: Option<usize>,
+    /// `[cell]`: the first node the cell numbers, the node count last (`None` once
+    /// renumbered; shared between clones).
+    first_nodes: Option<Arc<Vec<u32>>>,
 }
 
 impl H1Space {
@@ -42,6 +45,7 @@ impl H1Space {
             mesh_cells: mesh.num_cells(),
             mesh_vertices: mesh.num_vertices(),
             skeleton_nodes: None,
+            first_nodes: Some(Arc::new(num.cell_base)),
         })
     }
 
@@ -162,12 +166,23 @@ impl H1Space {
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes,
+            first_nodes: None,
         }
     }
 
     /// For a space numbered by [`H1Space::interior_last`], the number of skeleton nodes.
     pub fn skeleton_nodes(&self) -> Option<usize> {
         self.skeleton_nodes
+    }
+
+    /// For a space numbered in the order its cells first reach the nodes (as
+    /// [`H1Space::new`] numbers them), the first node each cell numbers, the node count
+    /// last: cell `c` reaches nodes `first[c]..first[c + 1]` first, and every other cell
+    /// that touches them comes after `c`. So a loop over the cells in chunks can sum into
+    /// the nodes each chunk reaches first without a lock, in the order a sequential loop
+    /// would. `None` once the nodes are renumbered.
+    pub fn first_nodes(&self) -> Option<&[u32]> {
+        self.first_nodes.as_deref().map(|v| v.as_slice())
     }
 
     /// The reference element.

@@ -3,6 +3,7 @@
 //! order), and, to check that estimate, from the largest eigenvalue of `M⁻¹K` (the exact
 //! bound `dt < 2/√λ_max`).
 
+use ferrofem_mesh::Mesh;
 use ferrofem_space::H1Space;
 use rayon::prelude::*;
 
@@ -53,32 +54,87 @@ pub fn courant_number(dim: usize, order: usize) -> f64 {
     SAFETY * table[order.clamp(1, table.len()) - 1]
 }
 
-/// The stable step of `space` (scalar node numbering) with `vmax[e]` the largest wave
-/// speed of element `e`.
-pub fn stable_step(space: &H1Space, vmax: &[f64]) -> StableStep {
+/// The stable step of `space` on `mesh` (quadrilaterals or hexahedra) with `vmax[e]` the
+/// largest wave speed of element `e`. Each element places its own GLL nodes by its
+/// multilinear map, interpolated along one axis after the other from its corners, so
+/// nothing global is read.
+pub fn stable_step(mesh: &Mesh, space: &H1Space, vmax: &[f64]) -> StableStep {
     let d = space.dim();
     let p = space.order();
     let n = p + 1;
-    let r = space.restriction();
-    let strides: Vec<usize> = (0..d).map(|a| n.pow(a as u32)).collect();
-    let (ratio, h_min, velocity, elem) = (0..r.num_elem())
+    let nb = space.element().num_nodes();
+    // the nodes' fractions along an axis, from the first to the last (lexicographic nodes:
+    // node `a` is `(a, 0, 0)`)
+    let xi = |a: usize| space.element().nodes()[a * d];
+    let t: Vec<f64> = (0..n).map(|a| (xi(a) - xi(0)) / (xi(p) - xi(0))).collect();
+    let lerp = |lo: &[f64; 3], hi: &[f64; 3], t: f64| -> [f64; 3] {
+        std::array::from_fn(|k| (1.0 - t) * lo[k] + t * hi[k])
+    };
+    let (ratio, h_min, velocity, elem) = (0..mesh.num_cells())
         .into_par_iter()
-        .map(|e| {
-            let nodes = r.elem(e);
-            let mut h = f64::INFINITY;
-            for (i, &node) in nodes.iter().enumerate() {
-                let xi = space.node_coord(node as usize);
-                for (a, &s) in strides.iter().enumerate() {
-                    if (i / s) % n + 1 < n {
-                        let xj = space.node_coord(nodes[i + s] as usize);
-                        let dist = (0..d).map(|k| (xi[k] - xj[k]).powi(2)).sum::<f64>().sqrt();
-                        h = h.min(dist);
+        .map_init(
+            || (vec![[0.0f64; 3]; 4 * n + 2 * n * n], vec![[0.0f64; 3]; nb]),
+            |(work, x), e| {
+                // corners: the reference vertex `v` of a quadrilateral or hexahedron is
+                // the corner with bit `k` of `v` set where `ξ_k = 1`
+                let cell = mesh.cell(e);
+                let corner = |v: usize| -> [f64; 3] {
+                    let mut c = [0.0; 3];
+                    c[..d].copy_from_slice(mesh.vertex(cell[v] as usize));
+                    c
+                };
+                let (lines, planes) = work.split_at_mut(4 * n);
+                // along ξ: the 2^(d-1) edges from corner `2m` to `2m + 1`
+                for m in 0..1 << (d - 1) {
+                    let (lo, hi) = (corner(2 * m), corner(2 * m + 1));
+                    for a in 0..n {
+                        lines[m * n + a] = lerp(&lo, &hi, t[a]);
                     }
-                    let _ = a;
                 }
-            }
-            (h / vmax[e], h, vmax[e], e)
-        })
+                // along η: planes (3-D) or the nodes (2-D)
+                let out: &mut [[f64; 3]] = if d == 3 { &mut planes[..] } else { &mut x[..] };
+                let nplanes = if d == 3 { 2 } else { 1 };
+                for m in 0..nplanes {
+                    for b in 0..n {
+                        for a in 0..n {
+                            out[(m * n + b) * n + a] =
+                                lerp(&lines[(2 * m) * n + a], &lines[(2 * m + 1) * n + a], t[b]);
+                        }
+                    }
+                }
+                // along ζ (3-D)
+                if d == 3 {
+                    for c in 0..n {
+                        for i in 0..n * n {
+                            x[c * n * n + i] = lerp(&planes[i], &planes[n * n + i], t[c]);
+                        }
+                    }
+                }
+                // (the smallest squared distance between neighbours along each axis)
+                let dist2 = |i: usize, j: usize| -> f64 {
+                    (0..d).map(|k| (x[i][k] - x[j][k]).powi(2)).sum()
+                };
+                let mut h2 = f64::INFINITY;
+                for c in 0..if d == 3 { n } else { 1 } {
+                    for b in 0..n {
+                        for a in 0..n {
+                            let i = a + n * (b + n * c);
+                            if a + 1 < n {
+                                h2 = h2.min(dist2(i, i + 1));
+                            }
+                            if b + 1 < n {
+                                h2 = h2.min(dist2(i, i + n));
+                            }
+                            if d == 3 && c + 1 < n {
+                                h2 = h2.min(dist2(i, i + n * n));
+                            }
+                        }
+                    }
+                }
+                let h = h2.sqrt();
+                (h / vmax[e], h, vmax[e], e)
+            },
+        )
         .reduce(
             || (f64::INFINITY, 0.0, 0.0, 0),
             |a, b| {

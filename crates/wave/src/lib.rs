@@ -18,6 +18,7 @@ pub mod analytic;
 mod boundary;
 pub mod cfl;
 mod error;
+mod mass;
 mod medium;
 mod points;
 mod simulation;

@@ -21,6 +21,7 @@
 
 use crate::boundary::{setup_boundaries, BoundarySetup, BoundarySpec};
 use crate::cfl::{stable_step, StableStep};
+use crate::mass::lumped_mass;
 use crate::points::{place_source, stencil, PlacedSource, Receiver, Source, Stencil};
 use crate::{Medium, WaveError, WaveKind};
 use ferrofem_base::{FlushSubnormals, Real};
@@ -142,9 +143,12 @@ pub struct Simulation<T: Real> {
     dim: usize,
     space: H1Space,
     stiffness: TensorOperator<T>,
-    /// `dt² M⁻¹` per dof, zero on held dofs.
+    /// `dt² M⁻¹` per node, zero on held nodes.
     dt2_minv: Vec<T>,
-    /// The lumped mass per dof.
+    /// `dt2_minv` per dof for the CPU update of a vector field (empty until the CPU steps;
+    /// a scalar field uses `dt2_minv`).
+    dof_scale: Vec<T>,
+    /// The lumped mass per node.
     mass: Vec<f64>,
     absorbing: Vec<AbsorbingNode>,
     sources: Vec<PlacedSource>,
@@ -164,7 +168,10 @@ pub struct Simulation<T: Real> {
     ku: Vec<T>,
     energy: f64,
     body_force: Option<(BodyForce, Vec<f64>)>,
+    /// Per node: held at zero by a boundary condition.
     held: Vec<bool>,
+    /// Whether both fields are still zero (no step taken, no state set).
+    at_rest: bool,
 }
 
 /// One absorbing node: its dofs' update `u⁺ = A₊⁻¹ (2 m u − A₋ u⁻ − dt² r)` with the
@@ -279,27 +286,6 @@ pub fn blow_up_error<T: Real>(
     }
 }
 
-/// The lumped (diagonal) mass of the collocated GLL rule, per node of the scalar `space`:
-/// the sum of `ρ w det J` over the points at the node, summed in element order.
-fn lumped_mass(
-    mesh: &Mesh,
-    space: &H1Space,
-    rho: Coefficient,
-    colloc: &PhysicsOptions,
-) -> Result<Vec<f64>, WaveError> {
-    let op = TensorOperator::<f64>::with_physics(mesh, space, Mass { ncomp: 1, rho }, colloc)?;
-    let g = op.geometry();
-    let r = space.restriction();
-    let mut mass = vec![0.0; space.num_nodes()];
-    for e in 0..r.num_elem() {
-        for (l, &n) in r.elem(e).iter().enumerate() {
-            // (stored data: collocated points are the element's nodes, lexicographic)
-            mass[n as usize] += g.factor(e, 0, l).unwrap_or(f64::NAN);
-        }
-    }
-    Ok(mass)
-}
-
 /// `(A₊⁻¹, A₋)` with `A± = m I ± dt/2 C` for an `nc × nc` damping `c`.
 fn damped_mass(nc: usize, m: f64, c: &[f64; 9], dt: f64) -> ([f64; 9], [f64; 9]) {
     let mut plus = [0.0; 9];
@@ -343,11 +329,11 @@ impl<T: Real> Simulation<T> {
         let kind = setup.kind;
         let ncomp = kind.components(d);
         // nodes numbered for the kernels' batches (runs of consecutive nodes across lanes)
-        let scalar = H1Space::new(mesh, order, 1)?;
-        let scalar = if lanes {
-            scalar.renumbered(&lane_numbering(scalar.restriction()))
-        } else {
-            scalar
+        let ordered = H1Space::new(mesh, order, 1)?;
+        let lane_of = lanes.then(|| lane_numbering(ordered.restriction()));
+        let scalar = match &lane_of {
+            Some(new_of) => ordered.renumbered(new_of),
+            None => ordered.clone(),
         };
         let space = if ncomp == 1 {
             scalar.clone()
@@ -356,16 +342,19 @@ impl<T: Real> Simulation<T> {
         };
         let r = scalar.restriction();
         let medium = &setup.medium;
+        // (a medium constant per cell is checked at one node of each)
+        let per_cell = if medium.is_cellwise() { 1 } else { usize::MAX };
         let vmax = medium.check(mesh, kind, mesh.num_cells(), |e| {
             r.elem(e)
                 .iter()
+                .take(per_cell)
                 .map(|&n| {
                     let c = scalar.node_coord(n as usize);
                     std::array::from_fn(|a| if a < d { c[a] } else { 0.0 })
                 })
                 .collect()
         })?;
-        let stable = stable_step(&scalar, &vmax);
+        let stable = stable_step(mesh, &scalar, &vmax);
         let dt = match setup.time.dt {
             None => stable.bound,
             Some(dt) if !(dt.is_finite() && dt > 0.0) => {
@@ -445,11 +434,19 @@ impl<T: Real> Simulation<T> {
             ),
         };
         let stiffness = TensorOperator::<T>::with_physics(mesh, &space, stiff_form, &colloc)?;
-        let mass = lumped_mass(mesh, &scalar, mass_coef, &colloc)?;
-        let mass: Vec<f64> = (0..mass.len() * ncomp)
-            .into_par_iter()
-            .map(|i| mass[i / ncomp])
-            .collect();
+        // (summed in the cells' order of the nodes, which the parallel sum needs)
+        let mass = lumped_mass(mesh, &ordered, mass_coef, &colloc)?;
+        drop(ordered);
+        let mass = match &lane_of {
+            Some(new_of) => {
+                let mut m = vec![0.0; mass.len()];
+                for (old, &new) in new_of.iter().enumerate() {
+                    m[new as usize] = mass[old];
+                }
+                m
+            }
+            None => mass,
+        };
         let body_force = match &setup.body_force {
             None => None,
             Some(f) => {
@@ -465,11 +462,9 @@ impl<T: Real> Simulation<T> {
             zero_nodes,
             absorbing,
         } = setup_boundaries(mesh, &scalar, kind, medium, &setup.boundaries)?;
-        let mut held = vec![false; space.num_dofs()];
+        let mut held = vec![false; scalar.num_nodes()];
         for &n in &zero_nodes {
-            for c in 0..ncomp {
-                held[n as usize * ncomp + c] = true;
-            }
+            held[n as usize] = true;
         }
         let dt2_minv: Vec<T> = mass
             .par_iter()
@@ -479,7 +474,7 @@ impl<T: Real> Simulation<T> {
         let absorbing: Vec<AbsorbingNode> = absorbing
             .into_iter()
             .map(|(node, c)| {
-                let m = mass[node as usize * ncomp];
+                let m = mass[node as usize];
                 let (plus_inv, minus) = damped_mass(ncomp, m, &c, dt);
                 AbsorbingNode {
                     node,
@@ -526,6 +521,7 @@ impl<T: Real> Simulation<T> {
             space,
             stiffness,
             dt2_minv,
+            dof_scale: Vec::new(),
             mass,
             absorbing,
             sources,
@@ -545,7 +541,12 @@ impl<T: Real> Simulation<T> {
             energy: 0.0,
             body_force,
             held,
+            at_rest: true,
         };
+        if lanes {
+            // (the CPU steps: their per-dof scale now, outside the timed steps)
+            sim.expand_dof_scale();
+        }
         sim.record();
         Ok(sim)
     }
@@ -582,7 +583,7 @@ impl<T: Real> Simulation<T> {
     pub fn stiffness(&self) -> &TensorOperator<T> {
         &self.stiffness
     }
-    /// The lumped mass per dof.
+    /// The lumped mass per node (of each of the node's components).
     pub fn lumped_mass(&self) -> &[f64] {
         &self.mass
     }
@@ -622,10 +623,15 @@ impl<T: Real> Simulation<T> {
     pub fn previous_field(&self) -> &[T] {
         &self.u_prev
     }
-    /// `dt² M⁻¹` per dof, zero on dofs held at zero by the boundary conditions: the
-    /// update away from absorbing nodes is `u⁺ = 2u − u⁻ − step_scale · (K u − F)`.
+    /// `dt² M⁻¹` per node, zero on nodes held at zero by the boundary conditions: the
+    /// update of every component away from absorbing nodes is
+    /// `u⁺ = 2u − u⁻ − step_scale · (K u − F)`.
     pub fn step_scale(&self) -> &[T] {
         &self.dt2_minv
+    }
+    /// Whether both fields are zero: no step taken and no initial state set.
+    pub fn at_rest(&self) -> bool {
+        self.at_rest
     }
     /// The absorbing nodes and their damped updates (which replace the plain update there).
     pub fn absorbing_nodes(&self) -> &[AbsorbingNode] {
@@ -666,8 +672,10 @@ impl<T: Real> Simulation<T> {
                 "set_state needs two fields of {n} values before the first step"
             )));
         }
+        let nc = self.components();
+        self.at_rest = false;
         for i in 0..n {
-            let keep = !self.held[i];
+            let keep = !self.held[i / nc];
             self.u_prev[i] = if keep { T::of(previous[i]) } else { T::zero() };
             self.u[i] = if keep { T::of(current[i]) } else { T::zero() };
         }
@@ -685,7 +693,7 @@ impl<T: Real> Simulation<T> {
             )));
         }
         let s = (dt / self.dt).powi(2);
-        for m in &mut self.dt2_minv {
+        for m in self.dt2_minv.iter_mut().chain(&mut self.dof_scale) {
             *m = T::of(m.as_f64() * s);
         }
         let nc = self.components();
@@ -722,6 +730,10 @@ impl<T: Real> Simulation<T> {
     pub fn advance(&mut self, check: bool) -> Result<(), WaveError> {
         let nc = self.components();
         let t = self.time();
+        self.at_rest = false;
+        if nc > 1 && self.dof_scale.is_empty() {
+            self.expand_dof_scale();
+        }
         self.stiffness.try_apply(&self.u, &mut self.ku)?;
         self.subtract_sources(t);
         if let Some((f, w)) = &self.body_force {
@@ -743,6 +755,11 @@ impl<T: Real> Simulation<T> {
         }
         // absorbing nodes first, from the old values
         let fixed = self.absorbing_values();
+        let scale = if nc == 1 {
+            &self.dt2_minv
+        } else {
+            &self.dof_scale
+        };
         // the bulk update, into u_prev, with the energy terms when checking
         let two = T::of(2.0);
         let (kin, pot) = self
@@ -750,7 +767,7 @@ impl<T: Real> Simulation<T> {
             .par_chunks_mut(CHUNK)
             .zip(self.u.par_chunks(CHUNK))
             .zip(self.ku.par_chunks(CHUNK))
-            .zip(self.dt2_minv.par_chunks(CHUNK))
+            .zip(scale.par_chunks(CHUNK))
             .map(|(((up, u), ku), m)| {
                 let _flush = FlushSubnormals::new();
                 let mut kin = 0.0f64;
@@ -782,7 +799,7 @@ impl<T: Real> Simulation<T> {
                 let i = base + c;
                 if check {
                     // replace the bulk formula's terms by the absorbing node's
-                    let m = self.dt2_minv[i];
+                    let m = self.dt2_minv[a.node as usize];
                     let old = self.u_prev[i];
                     if m != T::zero() {
                         let vb = (old - self.u[i]).as_f64();
@@ -805,6 +822,15 @@ impl<T: Real> Simulation<T> {
             self.check_blow_up()?;
         }
         Ok(())
+    }
+
+    /// The per-dof copy of the step scale that the CPU update of a vector field reads.
+    fn expand_dof_scale(&mut self) {
+        let nc = self.components();
+        self.dof_scale = (0..self.dt2_minv.len() * nc)
+            .into_par_iter()
+            .map(|i| self.dt2_minv[i / nc])
+            .collect();
     }
 
     /// `K u − F(t)` in `ku`: subtracts the sources at `t` from `K u`.

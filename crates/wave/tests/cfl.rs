@@ -26,7 +26,13 @@ fn setup(kind: WaveKind, order: usize, material: Material) -> WaveSetup {
 
 /// The exact stable step of a simulation's operators.
 fn exact_step(sim: &Simulation<f64>) -> f64 {
-    let minv: Vec<f64> = sim.lumped_mass().iter().map(|m| 1.0 / m).collect();
+    // (the lumped mass is per node: each component of a node has it)
+    let nc = sim.components();
+    let minv: Vec<f64> = sim
+        .lumped_mass()
+        .iter()
+        .flat_map(|m| std::iter::repeat_n(1.0 / m, nc))
+        .collect();
     let k = sim.stiffness();
     let lambda = max_eigenvalue(&mut |x, y| k.try_apply(x, y).unwrap(), &minv, 1000);
     2.0 / lambda.sqrt()

@@ -99,7 +99,10 @@ impl WaveLayout {
         // 0: not seen, 1: skeleton, 2 + e: interior of element e
         const UNSEEN: u32 = 0;
         const SKELETON: u32 = 1;
-        let kind: Vec<AtomicU32> = (0..nn).map(|_| AtomicU32::new(UNSEEN)).collect();
+        let kind: Vec<AtomicU32> = (0..nn)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(UNSEEN))
+            .collect();
         // interior nodes first, each claimed by one element; then the skeleton, which must
         // not meet a claimed node (the lowest element of a clash is reported)
         let interior_clash = (0..ne)
@@ -139,7 +142,7 @@ impl WaveLayout {
                 "node {n} is interior to an element and shared with element {e}: the mesh is not conforming"
             )));
         }
-        let kind: Vec<u32> = kind.into_iter().map(AtomicU32::into_inner).collect();
+        let kind: Vec<u32> = kind.into_par_iter().map(AtomicU32::into_inner).collect();
         if kind.par_iter().any(|&k| k == UNSEEN) {
             return Err(GpuError::Unsupported(
                 "a node of the space belongs to no element".into(),
@@ -163,14 +166,36 @@ impl WaveLayout {
         }
         // the kernels' order, as the space's nodes: the plain skeleton in the space's
         // order, the absorbing nodes in theirs, then the elements' interiors
-        let mut old_of: Vec<u32> = (0..nn as u32)
+        // (an ordered filter in parallel: each chunk of nodes counts its plain skeleton
+        // nodes, then writes them at its offset)
+        const CHUNK: usize = 1 << 16;
+        let is_plain = |n: usize| kind[n] == SKELETON && !is_absorbing[n];
+        let counts: Vec<usize> = (0..nn.div_ceil(CHUNK))
             .into_par_iter()
-            .filter(|&n| kind[n as usize] == SKELETON && !is_absorbing[n as usize])
+            .map(|k| {
+                (k * CHUNK..nn.min((k + 1) * CHUNK))
+                    .filter(|&n| is_plain(n))
+                    .count()
+            })
             .collect();
-        let plain = old_of.len();
-        old_of.extend_from_slice(absorbing);
-        let skeleton = old_of.len();
-        old_of.resize(nn, 0);
+        let plain: usize = counts.iter().sum();
+        let skeleton = plain + absorbing.len();
+        let mut old_of = vec![0u32; nn];
+        let (plain_part, rest) = old_of.split_at_mut(plain);
+        rest[..absorbing.len()].copy_from_slice(absorbing);
+        let mut parts = Vec::with_capacity(counts.len());
+        let mut tail = plain_part;
+        for &c in &counts {
+            let (head, t) = tail.split_at_mut(c);
+            parts.push(head);
+            tail = t;
+        }
+        parts.into_par_iter().enumerate().for_each(|(k, out)| {
+            let nodes = (k * CHUNK..nn.min((k + 1) * CHUNK)).filter(|&n| is_plain(n));
+            for (o, n) in out.iter_mut().zip(nodes) {
+                *o = n as u32;
+            }
+        });
         let interior_local: Vec<usize> = (0..npe).filter(|&l| local.slot[l] < 0).collect();
         if !interior_local.is_empty() {
             old_of[skeleton..]
@@ -183,12 +208,12 @@ impl WaveLayout {
                     }
                 });
         }
-        let new_of: Vec<AtomicU32> = (0..nn).map(|_| AtomicU32::new(0)).collect();
+        let new_of: Vec<AtomicU32> = (0..nn).into_par_iter().map(|_| AtomicU32::new(0)).collect();
         old_of
             .par_iter()
             .enumerate()
             .for_each(|(new, &old)| new_of[old as usize].store(new as u32, Relaxed));
-        let new_of: Vec<u32> = new_of.into_iter().map(AtomicU32::into_inner).collect();
+        let new_of: Vec<u32> = new_of.into_par_iter().map(AtomicU32::into_inner).collect();
         let mut skeleton_nodes = vec![0u32; ne * local.skeleton];
         skeleton_nodes
             .par_chunks_mut(local.skeleton.max(1))

@@ -347,7 +347,7 @@ impl<T: GpuReal> GpuWave<T> {
         };
         // (fields at rest, as every run starts, are zeroed on the device)
         let field = |v: &[T]| {
-            if v.par_iter().all(|x| *x == T::zero()) {
+            if sim.at_rest() {
                 DeviceVec::zeros(dev, nn * nc, "wave field")
             } else {
                 DeviceVec::from_host(dev, &permute(v), "wave field")
@@ -360,7 +360,7 @@ impl<T: GpuReal> GpuWave<T> {
         let scale: Vec<T> = layout
             .old_of
             .par_iter()
-            .map(|&old| scale_cpu[old as usize * nc])
+            .map(|&old| scale_cpu[old as usize])
             .collect();
         let step_scale = DeviceVec::from_host(dev, &scale, "dt^2 / mass")?;
         let skeleton = DeviceVec::from_host(dev, &layout.skeleton_nodes, "skeleton offsets")?;
@@ -397,7 +397,7 @@ impl<T: GpuReal> GpuWave<T> {
                         }
                     }
                     None => {
-                        let m = scale_cpu[dof as usize].as_f64();
+                        let m = scale_cpu[node].as_f64();
                         if m != 0.0 {
                             target.push((new * nc + c) as u32);
                             source.push(s as u32);

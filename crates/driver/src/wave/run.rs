@@ -85,17 +85,42 @@ fn stepper<T: WaveReal>(
     case: &WaveCase,
 ) -> Result<(Box<dyn WaveStepper>, &'static str, Option<String>), PipelineError> {
     let mesh = &case.mesh.mesh;
-    let backend = crate::backend::select(case.backend)?;
+    // where a GPU may run it, the device opens (driver, context) while the host sets the
+    // simulation up for it
+    #[cfg(feature = "cuda")]
+    let (backend, prebuilt) =
+        if case.backend != crate::backend::BackendArg::Cpu && ferrofem_cuda::driver_present() {
+            std::thread::scope(|s| {
+                let opening = s.spawn(|| crate::backend::select(case.backend));
+                let sim = Simulation::<T>::for_device(mesh, &case.setup);
+                let backend = opening
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (backend, Some(sim))
+            })
+        } else {
+            (crate::backend::select(case.backend), None)
+        };
+    #[cfg(not(feature = "cuda"))]
+    let backend = crate::backend::select(case.backend);
+    let backend = backend?;
     let note = backend.fallback_note();
     match backend {
-        crate::backend::Backend::Cpu { .. } => Ok((
-            Box::new(Simulation::<T>::new(mesh, &case.setup)?),
-            "cpu",
-            note,
-        )),
+        crate::backend::Backend::Cpu { .. } => {
+            #[cfg(feature = "cuda")]
+            drop(prebuilt);
+            Ok((
+                Box::new(Simulation::<T>::new(mesh, &case.setup)?),
+                "cpu",
+                note,
+            ))
+        }
         #[cfg(feature = "cuda")]
         crate::backend::Backend::Cuda(dev) => {
-            let sim = Simulation::<T>::for_device(mesh, &case.setup)?;
+            let sim = match prebuilt {
+                Some(sim) => sim?,
+                None => Simulation::<T>::for_device(mesh, &case.setup)?,
+            };
             match ferrofem_cuda::wave::GpuWave::new(&dev, &sim) {
                 Ok(gpu) => Ok((Box::new(GpuStepper { sim, gpu }), "cuda", None)),
                 Err(e) => {

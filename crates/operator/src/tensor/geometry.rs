@@ -224,6 +224,10 @@ impl<T: Real> TensorGeometry<T> {
                         }
                         let mut bad = None;
                         let mut vals = vec![0.0; nf * nq];
+                        // the patterns this batch follows, merged into the shared ones at
+                        // its end (and only where that changes them: the shared cache line
+                        // then stays read-only for the other threads)
+                        let mut local = vec![SAME | WEIGHTED; nf];
                         for l in 0..LANES {
                             // padding lanes repeat the last element
                             let e = (b * LANES + l).min(ne - 1);
@@ -242,33 +246,35 @@ impl<T: Real> TensorGeometry<T> {
                                     }
                                     let mut f = vec![0.0; nf];
                                     qdata(&pg, &mut f);
-                                    for (c, pat) in patterns.iter().enumerate() {
+                                    for (c, pat) in local.iter_mut().enumerate() {
                                         if !f[c].is_finite() {
                                             bad = bad.or(Some(BadPoint::Data(e, 0, c, f[c])));
                                         }
                                         // (a zero datum follows both patterns)
-                                        let here = match (f[c] == 0.0, weighted[c]) {
+                                        *pat &= match (f[c] == 0.0, weighted[c]) {
                                             (true, _) => SAME | WEIGHTED,
                                             (false, true) => WEIGHTED,
                                             (false, false) => SAME,
                                         };
-                                        // (whoever empties a pattern stops the pass)
-                                        if pat.fetch_and(here, Ordering::Relaxed) & here == 0 {
-                                            broken.store(true, Ordering::Relaxed);
-                                        }
                                         first[c][l] = f[c];
                                     }
                                     continue;
                                 }
                             }
                             bad = bad.or(element(e, &mut |c, i, v| vals[c * nq + i] = v));
-                            for (c, pat) in patterns.iter().enumerate() {
+                            for (c, pat) in local.iter_mut().enumerate() {
                                 let vc = &vals[c * nq..(c + 1) * nq];
-                                let here = datum_pattern(vc, &table.w);
-                                if pat.fetch_and(here, Ordering::Relaxed) & here == 0 {
-                                    broken.store(true, Ordering::Relaxed);
-                                }
+                                *pat &= datum_pattern(vc, &table.w);
                                 first[c][l] = vc[0];
+                            }
+                        }
+                        for (shared, &here) in patterns.iter().zip(&local) {
+                            let now = shared.load(Ordering::Relaxed);
+                            // (whoever empties a pattern stops the pass)
+                            if now & here != now
+                                && shared.fetch_and(here, Ordering::Relaxed) & here == 0
+                            {
+                                broken.store(true, Ordering::Relaxed);
                             }
                         }
                         bad
@@ -332,7 +338,7 @@ impl<T: Real> TensorGeometry<T> {
             layout,
             factors,
             interleaved,
-            vertex_offsets: offsets_f64.iter().map(|&x| T::of(x)).collect(),
+            vertex_offsets: offsets_f64.par_iter().map(|&x| T::of(x)).collect(),
             compact,
         })
     }
@@ -440,9 +446,11 @@ fn elem_scale(vd: &[f64]) -> f64 {
 /// The first vertex `x_0` of every cell, `[elem][axis]`.
 pub(crate) fn origins(mesh: &Mesh) -> Vec<f64> {
     let d = mesh.dim();
-    (0..mesh.num_cells())
-        .flat_map(|e| mesh.vertex(mesh.cell(e)[0] as usize)[..d].to_vec())
-        .collect()
+    let mut out = vec![0.0; mesh.num_cells() * d];
+    out.par_chunks_mut(d.max(1))
+        .enumerate()
+        .for_each(|(e, o)| o.copy_from_slice(&mesh.vertex(mesh.cell(e)[0] as usize)[..d]));
+    out
 }
 
 /// Vertex offsets `x_v - x_0` of all cells, `[elem][axis][v - 1]`, in `f64`.
