@@ -95,6 +95,15 @@ fn tri_interior_index(p: u32, a1: u32, a2: u32) -> u32 {
     before + (a1 - 1)
 }
 
+/// Nodes strictly inside an edge and inside a face of a cell of type `ct` at order `p`.
+fn nodes_inside_entities(ct: ferrofem_base::CellType, p: u32) -> (u32, u32) {
+    let per_face = match ct {
+        ferrofem_base::CellType::Tetrahedron => (p - 1) * p.saturating_sub(2) / 2,
+        _ => (p - 1) * (p - 1),
+    };
+    (p - 1, per_face)
+}
+
 /// Numbers the nodes inside an edge from `base`, in the edge's canonical direction (from
 /// its lower global vertex): `reversed` when the cell's local edge runs the other way.
 fn number_edge_nodes(nodes: &[EdgeNode], reversed: bool, p: u32, base: u32, out: &mut [u32]) {
@@ -203,11 +212,7 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
     let facets = ct.facets();
     let ncells = mesh.num_cells();
     let nv = groups.vertex.len();
-    let per_edge = p - 1;
-    let per_face = match ct {
-        ferrofem_base::CellType::Tetrahedron => (p - 1) * p.saturating_sub(2) / 2,
-        _ => (p - 1) * (p - 1),
-    };
+    let (per_edge, per_face) = nodes_inside_entities(ct, p);
     let nedge = if per_edge > 0 { groups.edges.len() } else { 0 };
     let nface = if d == 3 && per_face > 0 {
         groups.faces.len()
@@ -354,11 +359,7 @@ mod tests {
         let mut vertex_node = vec![NONE; mesh.num_vertices()];
         let mut edge_base: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut face_base: FxHashMap<[u32; 4], u32> = FxHashMap::default();
-        let per_edge = p - 1;
-        let per_face = match ct {
-            ferrofem_base::CellType::Tetrahedron => (p - 1) * p.saturating_sub(2) / 2,
-            _ => (p - 1) * (p - 1),
-        };
+        let (per_edge, per_face) = nodes_inside_entities(ct, p);
         let mut next: u64 = 0;
         let alloc = |count: u32, next: &mut u64| -> u32 {
             let b = *next as u32;
