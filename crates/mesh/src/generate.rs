@@ -13,6 +13,7 @@ use crate::{Mesh, MeshError, PhysicalName, TaggedFacets};
 use ferrofem_base::CellType;
 use rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
+use rayon::prelude::*;
 
 /// Largest allowed perturbation, as a fraction of the grid spacing per axis.
 pub const MAX_PERTURB: f64 = 0.35;
@@ -337,15 +338,20 @@ fn generate_box_counting_repairs(spec: &BoxSpec) -> Result<(Mesh, usize), MeshEr
                 .collect()
         })
         .collect();
-    let mut coords = Vec::with_capacity(num_vertices * d);
-    for k in 0..m[2] {
-        for j in 0..m[1] {
-            for i in 0..m[0] {
+    // (rows of vertices along the first axis, in parallel)
+    let mut coords = vec![0.0; num_vertices * d];
+    coords
+        .par_chunks_mut(m[0] * d)
+        .enumerate()
+        .for_each(|(row, out)| {
+            let (j, k) = (row % m[1], row / m[1]);
+            for (i, x) in out.chunks_exact_mut(d).enumerate() {
                 let idx = [i, j, k];
-                coords.extend((0..d).map(|a| axis_coords[a][idx[a]]));
+                for (a, xa) in x.iter_mut().enumerate() {
+                    *xa = axis_coords[a][idx[a]];
+                }
             }
-        }
-    }
+        });
 
     let cells = grid_cells(ct, &grid, entries);
     let facets = boundary_facets(ct, &grid);
@@ -376,11 +382,21 @@ fn generate_box_counting_repairs(spec: &BoxSpec) -> Result<(Mesh, usize), MeshEr
     Ok((mesh, repaired))
 }
 
-/// Connectivity of the grid cells, `entries` indices in all.
+/// Connectivity of the grid cells, `entries` indices in all (rows of cells along the first
+/// axis in parallel).
 fn grid_cells(ct: CellType, g: &Grid, entries: usize) -> Vec<u32> {
-    let mut cells = Vec::with_capacity(entries);
-    for k in 0..g.n[2] {
-        for j in 0..g.n[1] {
+    let rows = g.n[1] * g.n[2];
+    let per_row = entries / rows.max(1);
+    let mut cells = vec![0u32; entries];
+    if per_row == 0 {
+        return cells;
+    }
+    cells
+        .par_chunks_mut(per_row)
+        .enumerate()
+        .for_each(|(row, out)| {
+            let (j, k) = (row % g.n[1], row / g.n[1]);
+            let mut cells = Vec::with_capacity(per_row);
             for i in 0..g.n[0] {
                 // corner with bits (b0, b1, b2) of this grid cell
                 let corner = |b: usize| g.vid(i + (b & 1), j + ((b >> 1) & 1), k + ((b >> 2) & 1));
@@ -407,8 +423,8 @@ fn grid_cells(ct: CellType, g: &Grid, entries: usize) -> Vec<u32> {
                     }
                 }
             }
-        }
-    }
+            out.copy_from_slice(&cells);
+        });
     cells
 }
 

@@ -2,6 +2,7 @@
 
 use crate::MeshError;
 use ferrofem_base::CellType;
+use rayon::prelude::*;
 
 /// A name given to a physical group (Gmsh) or a generated boundary/domain tag.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,25 +86,33 @@ impl Mesh {
                 count: num_vertices,
             });
         }
+        // (the first offending vertex or cell is reported, as a sequential scan would)
         if let Some(v) = coords
-            .chunks_exact(dim)
-            .position(|x| x.iter().any(|c| !c.is_finite()))
+            .par_chunks_exact(dim)
+            .position_first(|x| x.iter().any(|c| !c.is_finite()))
         {
             return Err(MeshError::NonFiniteCoordinate { vertex: v });
         }
-        for (c, cell) in cells.chunks_exact(nv).enumerate() {
-            for (k, &v) in cell.iter().enumerate() {
-                if v as usize >= num_vertices {
-                    return Err(MeshError::VertexOutOfRange {
-                        cell: c,
-                        vertex: v as u64,
-                        num_vertices,
-                    });
-                }
-                if cell[..k].contains(&v) {
-                    return Err(MeshError::RepeatedVertex { cell: c, vertex: v });
-                }
-            }
+        let bad_cell = cells
+            .par_chunks_exact(nv)
+            .enumerate()
+            .find_map_first(|(c, cell)| {
+                cell.iter().enumerate().find_map(|(k, &v)| {
+                    if v as usize >= num_vertices {
+                        Some(MeshError::VertexOutOfRange {
+                            cell: c,
+                            vertex: v as u64,
+                            num_vertices,
+                        })
+                    } else if cell[..k].contains(&v) {
+                        Some(MeshError::RepeatedVertex { cell: c, vertex: v })
+                    } else {
+                        None
+                    }
+                })
+            });
+        if let Some(e) = bad_cell {
+            return Err(e);
         }
         if cells.len() > u32::MAX as usize {
             // cell indices and CSR offsets into the connectivity are 32-bit

@@ -27,15 +27,18 @@ pub(crate) struct Numbering {
     pub cell_base: Vec<u32>,
 }
 
+/// A node inside an edge: its local index and its offset in the edge's block when the
+/// cell runs the edge forwards (`[0]`) or backwards (`[1]`).
 struct EdgeNode {
     local: usize,
-    wa: u32,
-    wb: u32,
+    offset: [u32; 2],
 }
 
+/// A node inside a face: its local index and its offset in the face's block for each
+/// orientation of the face in the cell (see [`number_face_nodes`]).
 struct FaceNode {
     local: usize,
-    w: [u32; 4],
+    offset: [u32; 9],
 }
 
 /// Local node lists of the element, grouped by entity.
@@ -61,6 +64,7 @@ fn group_nodes(el: &LagrangeElement) -> EntityNodes {
         interior: Vec::new(),
     };
     let facets = ct.facets();
+    let p = el.order() as u32;
     for n in 0..el.num_nodes() {
         let ent = el.node_entity(n);
         let w = el.vertex_weights(n);
@@ -68,10 +72,10 @@ fn group_nodes(el: &LagrangeElement) -> EntityNodes {
             0 => g.vertex[ent.index] = n,
             1 => {
                 let [a, b] = ct.edges()[ent.index];
+                let (wa, wb) = (w[a], w[b]);
                 g.edges[ent.index].push(EdgeNode {
                     local: n,
-                    wa: w[a],
-                    wb: w[b],
+                    offset: [wb * p / (wa + wb) - 1, wa * p / (wa + wb) - 1],
                 });
             }
             2 if d == 3 => {
@@ -80,7 +84,10 @@ fn group_nodes(el: &LagrangeElement) -> EntityNodes {
                 for (k, &v) in f.iter().enumerate() {
                     fw[k] = w[v];
                 }
-                g.faces[ent.index].push(FaceNode { local: n, w: fw });
+                g.faces[ent.index].push(FaceNode {
+                    local: n,
+                    offset: face_offsets(&fw[..f.len()], p),
+                });
             }
             _ => g.interior.push(n),
         }
@@ -104,53 +111,65 @@ fn nodes_inside_entities(ct: ferrofem_base::CellType, p: u32) -> (u32, u32) {
     (p - 1, per_face)
 }
 
+/// The offsets in a face's block of the node with integer vertex weights `w` (3: a
+/// triangle, 4: a quadrilateral, its vertices lexicographic) at order `p`, for every
+/// orientation of the face, indexed as [`number_face_nodes`] indexes them.
+///
+/// Triangle: index `3 o₁ + o₂` for the face's positions `(o₀, o₁, o₂)` in ascending global
+/// vertex order; the node is the barycentric point `(a₁, a₂)` of `o₁` and `o₂`.
+/// Quadrilateral: index `2 o + s` with `o` the position of the lowest global vertex and
+/// `s = 0` when the first axis runs to its neighbour `o ^ 1` (else to `o ^ 2`); the node is
+/// `(s, t)` along the two axes from `o`.
+fn face_offsets(w: &[u32], p: u32) -> [u32; 9] {
+    let wsum: u32 = w.iter().sum();
+    let mut offset = [0; 9];
+    if w.len() == 3 {
+        for (o1, o2) in [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)] {
+            let (a1, a2) = (w[o1] * p / wsum, w[o2] * p / wsum);
+            offset[3 * o1 + o2] = tri_interior_index(p, a1, a2);
+        }
+    } else {
+        for o in 0..4 {
+            for swap in 0..2 {
+                let (n1, n2) = if swap == 0 {
+                    (o ^ 1, o ^ 2)
+                } else {
+                    (o ^ 2, o ^ 1)
+                };
+                let opp = o ^ 3;
+                let s = (w[n1] + w[opp]) * p / wsum;
+                let t = (w[n2] + w[opp]) * p / wsum;
+                offset[2 * o + swap] = (s - 1) + (t - 1) * (p - 1);
+            }
+        }
+    }
+    offset
+}
+
 /// Numbers the nodes inside an edge from `base`, in the edge's canonical direction (from
 /// its lower global vertex): `reversed` when the cell's local edge runs the other way.
-fn number_edge_nodes(nodes: &[EdgeNode], reversed: bool, p: u32, base: u32, out: &mut [u32]) {
+fn number_edge_nodes(nodes: &[EdgeNode], reversed: bool, base: u32, out: &mut [u32]) {
     for n in nodes {
-        let w_hi = if reversed { n.wa } else { n.wb };
-        let m = w_hi * p / (n.wa + n.wb);
-        out[n.local] = base + m - 1;
+        out[n.local] = base + n.offset[reversed as usize];
     }
 }
 
 /// Numbers the nodes inside facet `fv` (local vertices) of `cell` from `base`, in the
 /// facet's canonical frame.
-fn number_face_nodes(
-    nodes: &[FaceNode],
-    fv: &[usize],
-    cell: &[u32],
-    p: u32,
-    base: u32,
-    out: &mut [u32],
-) {
-    if fv.len() == 3 {
+fn number_face_nodes(nodes: &[FaceNode], fv: &[usize], cell: &[u32], base: u32, out: &mut [u32]) {
+    let orientation = if fv.len() == 3 {
         // positions of the facet's local vertices in ascending global order
         let mut order = [0usize, 1, 2];
         order.sort_by_key(|&k| cell[fv[k]]);
-        for n in nodes {
-            let wsum: u32 = n.w[..3].iter().sum();
-            let a1 = n.w[order[1]] * p / wsum;
-            let a2 = n.w[order[2]] * p / wsum;
-            out[n.local] = base + tri_interior_index(p, a1, a2);
-        }
+        3 * order[1] + order[2]
     } else {
         // quad facet, vertices lexicographic in the facet: neighbours of position k are
         // k^1 and k^2, the opposite corner is k^3
         let o = (0..4).min_by_key(|&k| cell[fv[k]]).unwrap_or(0);
-        let (na, nb2) = (o ^ 1, o ^ 2);
-        let (n1, n2) = if cell[fv[na]] < cell[fv[nb2]] {
-            (na, nb2)
-        } else {
-            (nb2, na)
-        };
-        let opp = o ^ 3;
-        for n in nodes {
-            let wsum: u32 = n.w.iter().sum();
-            let s = (n.w[n1] + n.w[opp]) * p / wsum;
-            let t = (n.w[n2] + n.w[opp]) * p / wsum;
-            out[n.local] = base + (s - 1) + (t - 1) * (p - 1);
-        }
+        2 * o + usize::from(cell[fv[o ^ 1]] >= cell[fv[o ^ 2]])
+    };
+    for n in nodes {
+        out[n.local] = base + n.offset[orientation];
     }
 }
 
@@ -164,34 +183,123 @@ struct Entities {
     first: Vec<u32>,
 }
 
-/// Groups the positions by `key` (the entity's sorted global vertices): a parallel sort.
-fn entities<K: Ord + Copy + Send + Sync>(
+/// Groups the positions `cell * per_cell + k` by entity. `key(cell, k)` is the entity's
+/// sorted global vertices, split into the lowest (below `nvertices`) and the others.
+///
+/// A counting sort by the lowest vertex puts the few positions that can share an entity
+/// side by side; each vertex's bucket is then sorted by the rest of the key, in parallel
+/// over chunks of vertices. Linear in the positions, where a sort of all the keys is not.
+fn entities<R: Ord + Copy + Send + Sync>(
     ncells: usize,
     per_cell: usize,
-    key: impl Fn(usize, usize) -> K + Sync,
+    nvertices: usize,
+    key: impl Fn(usize, usize) -> (u32, R) + Sync,
 ) -> Entities {
     let n = ncells * per_cell;
-    let mut keyed: Vec<(K, u32)> = (0..n)
+    if n == 0 {
+        return Entities {
+            of: Vec::new(),
+            first: Vec::new(),
+        };
+    }
+    let key_of = |pos: u32| key(pos as usize / per_cell, pos as usize % per_cell);
+    // bucket starts by the lowest vertex
+    let cursor: Vec<AtomicU32> = (0..nvertices)
         .into_par_iter()
-        .map(|pos| (key(pos / per_cell, pos % per_cell), pos as u32))
+        .map(|_| AtomicU32::new(0))
         .collect();
-    keyed.par_sort_unstable();
-    // the first of each group of equal keys starts an entity
-    let starts: Vec<u32> = (0..n)
+    (0..n as u32).into_par_iter().for_each(|pos| {
+        cursor[key_of(pos).0 as usize].fetch_add(1, Ordering::Relaxed);
+    });
+    let mut start = Vec::with_capacity(nvertices + 1);
+    let mut at = 0u32;
+    start.push(0);
+    for c in &cursor {
+        at += c.load(Ordering::Relaxed);
+        start.push(at);
+    }
+    cursor
+        .par_iter()
+        .zip(&start[..nvertices])
+        .for_each(|(c, &s)| c.store(s, Ordering::Relaxed));
+    let slots: Vec<AtomicU32> = (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect();
+    (0..n as u32).into_par_iter().for_each(|pos| {
+        let i = cursor[key_of(pos).0 as usize].fetch_add(1, Ordering::Relaxed);
+        slots[i as usize].store(pos, Ordering::Relaxed);
+    });
+    drop(cursor);
+    let mut slots: Vec<u32> = slots.into_par_iter().map(AtomicU32::into_inner).collect();
+    // each bucket in (rest of the key, position) order, so that an entity's positions are
+    // consecutive, its lowest first; the entities counted per chunk of vertices
+    const VERTICES_PER_CHUNK: usize = 1 << 12;
+    let chunk_vertices = |k: usize| {
+        (
+            k * VERTICES_PER_CHUNK,
+            ((k + 1) * VERTICES_PER_CHUNK).min(nvertices),
+        )
+    };
+    let nchunks = nvertices.div_ceil(VERTICES_PER_CHUNK);
+    let mut parts = Vec::with_capacity(nchunks);
+    let mut rest = slots.as_mut_slice();
+    for k in 0..nchunks {
+        let (v0, v1) = chunk_vertices(k);
+        let (head, tail) = rest.split_at_mut((start[v1] - start[v0]) as usize);
+        parts.push((k, head));
+        rest = tail;
+    }
+    let counts: Vec<u32> = parts
         .into_par_iter()
-        .filter(|&i| i == 0 || keyed[i].0 != keyed[i - 1].0)
-        .map(|i| i as u32)
+        .map_init(Vec::new, |scratch, (k, part)| {
+            let (v0, v1) = chunk_vertices(k);
+            let mut count = 0;
+            for v in v0..v1 {
+                let bucket =
+                    &mut part[(start[v] - start[v0]) as usize..(start[v + 1] - start[v0]) as usize];
+                scratch.clear();
+                scratch.extend(bucket.iter().map(|&pos| (key_of(pos).1, pos)));
+                scratch.sort_unstable();
+                for (i, &(r, pos)) in scratch.iter().enumerate() {
+                    bucket[i] = pos;
+                    if i == 0 || scratch[i - 1].0 != r {
+                        count += 1;
+                    }
+                }
+            }
+            count
+        })
         .collect();
+    // entity ids: the chunks' in order, each chunk's in its buckets' order
+    let total: u32 = counts.iter().sum();
+    let mut first = vec![0u32; total as usize];
+    let mut parts = Vec::with_capacity(nchunks);
+    let mut rest = first.as_mut_slice();
+    let mut id = 0u32;
+    for (k, &c) in counts.iter().enumerate() {
+        let (head, tail) = rest.split_at_mut(c as usize);
+        parts.push((k, id, head));
+        rest = tail;
+        id += c;
+    }
     let of: Vec<AtomicU32> = (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect();
-    starts.par_iter().enumerate().for_each(|(id, &s)| {
-        let end = starts.get(id + 1).map_or(n, |&e| e as usize);
-        for (_, pos) in &keyed[s as usize..end] {
-            of[*pos as usize].store(id as u32, Ordering::Relaxed);
+    parts.into_par_iter().for_each(|(k, id0, out)| {
+        let (v0, v1) = chunk_vertices(k);
+        let mut next = 0usize;
+        for v in v0..v1 {
+            let mut prev = None;
+            for &pos in &slots[start[v] as usize..start[v + 1] as usize] {
+                let r = key_of(pos).1;
+                if prev != Some(r) {
+                    out[next] = pos;
+                    next += 1;
+                    prev = Some(r);
+                }
+                of[pos as usize].store(id0 + next as u32 - 1, Ordering::Relaxed);
+            }
         }
     });
     Entities {
         of: of.into_par_iter().map(AtomicU32::into_inner).collect(),
-        first: starts.par_iter().map(|&s| keyed[s as usize].1).collect(),
+        first,
     }
 }
 
@@ -222,6 +330,7 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
     let ninterior = groups.interior.len() as u64;
     // each vertex's first position: the lowest (cell, local vertex)
     let vertex_first: Vec<AtomicU64> = (0..mesh.num_vertices())
+        .into_par_iter()
         .map(|_| AtomicU64::new(u64::MAX))
         .collect();
     (0..ncells).into_par_iter().for_each(|c| {
@@ -233,19 +342,20 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
         .into_iter()
         .map(AtomicU64::into_inner)
         .collect();
-    let edges = entities(ncells, nedge, |c, e| {
+    let nvertices = mesh.num_vertices();
+    let edges = entities(ncells, nedge, nvertices, |c, e| {
         let [a, b] = ct.edges()[e];
         let (ga, gb) = (mesh.cell(c)[a], mesh.cell(c)[b]);
         (ga.min(gb), ga.max(gb))
     });
-    let faces = entities(ncells, nface, |c, f| {
+    let faces = entities(ncells, nface, nvertices, |c, f| {
         let cell = mesh.cell(c);
         let mut key = [NONE; 4];
         for (k, &v) in facets[f].iter().enumerate() {
             key[k] = cell[v];
         }
         key.sort_unstable();
-        key
+        (key[0], [key[1], key[2], key[3]])
     });
     // the numbers each cell's own entities take, and where its range starts
     let owned = |c: usize| -> u64 {
@@ -272,10 +382,17 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
     }
     // each entity's first number, set by its first cell
     let vertex_base: Vec<AtomicU32> = (0..mesh.num_vertices())
+        .into_par_iter()
         .map(|_| AtomicU32::new(NONE))
         .collect();
-    let edge_base: Vec<AtomicU32> = (0..edges.first.len()).map(|_| AtomicU32::new(0)).collect();
-    let face_base: Vec<AtomicU32> = (0..faces.first.len()).map(|_| AtomicU32::new(0)).collect();
+    let edge_base: Vec<AtomicU32> = (0..edges.first.len())
+        .into_par_iter()
+        .map(|_| AtomicU32::new(0))
+        .collect();
+    let face_base: Vec<AtomicU32> = (0..faces.first.len())
+        .into_par_iter()
+        .map(|_| AtomicU32::new(0))
+        .collect();
     let interior_base: Vec<u32> = (0..ncells)
         .into_par_iter()
         .map(|c| {
@@ -305,7 +422,8 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
         })
         .collect();
     let base = |b: &AtomicU32| b.load(Ordering::Relaxed);
-    let mut elem_nodes = vec![NONE; ncells * nb];
+    // (filled in parallel: a plain `vec!` of a non-zero value writes it on one thread)
+    let mut elem_nodes: Vec<u32> = (0..ncells * nb).into_par_iter().map(|_| NONE).collect();
     elem_nodes
         .par_chunks_mut(nb.max(1))
         .enumerate()
@@ -318,12 +436,12 @@ pub(crate) fn number(mesh: &Mesh, el: &LagrangeElement) -> Result<Numbering, Spa
                 let [a, b] = ct.edges()[e];
                 let (ga, gb) = (cell[a], cell[b]);
                 let eb = base(&edge_base[edges.of[c * nedge + e] as usize]);
-                number_edge_nodes(nodes, ga > gb, p, eb, out);
+                number_edge_nodes(nodes, ga > gb, eb, out);
             }
             for (f, nodes) in groups.faces.iter().enumerate().take(nface) {
                 let fv = facets[f];
                 let fb = base(&face_base[faces.of[c * nface + f] as usize]);
-                number_face_nodes(nodes, fv, cell, p, fb, out);
+                number_face_nodes(nodes, fv, cell, fb, out);
             }
             for (k, &local) in groups.interior.iter().enumerate() {
                 out[local] = interior_base[c] + k as u32;
@@ -384,7 +502,7 @@ mod tests {
                     let base = *edge_base
                         .entry(key)
                         .or_insert_with(|| alloc(per_edge, &mut next));
-                    number_edge_nodes(nodes, ga > gb, p, base, out);
+                    number_edge_nodes(nodes, ga > gb, base, out);
                 }
             }
             if d == 3 && per_face > 0 {
@@ -398,7 +516,7 @@ mod tests {
                     let base = *face_base
                         .entry(key)
                         .or_insert_with(|| alloc(per_face, &mut next));
-                    number_face_nodes(nodes, fv, cell, p, base, out);
+                    number_face_nodes(nodes, fv, cell, base, out);
                 }
             }
             if !groups.interior.is_empty() {

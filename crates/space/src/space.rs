@@ -5,19 +5,21 @@ use ferrofem_base::CellType;
 use ferrofem_fe::LagrangeElement;
 use ferrofem_mesh::Mesh;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A continuous Lagrange space of order `p` with `ncomp` components on a mesh.
 ///
 /// The space keeps its own data (element, restriction, node coordinates) but not the mesh;
 /// methods that need the mesh take it and check that it is the one the space was built on.
+/// The node coordinates are computed when first asked for, from a copy of the mesh's cells
+/// and vertices (a GPU time loop, for one, never needs them).
 #[derive(Clone, Debug)]
 pub struct H1Space {
     element: LagrangeElement,
     ncomp: usize,
     restriction: ElemRestriction,
     /// (shared between clones)
-    node_coords: Arc<Vec<f64>>,
+    node_coords: Arc<NodeCoords>,
     mesh_cells: usize,
     mesh_vertices: usize,
     skeleton_nodes: Option<usize>,
@@ -36,7 +38,14 @@ impl H1Space {
         let num = numbering::number(mesh, &element)?;
         let nb = element.num_nodes();
         let restriction = ElemRestriction::new(nb, ncomp, num.num_nodes, num.elem_nodes);
-        let node_coords = compute_node_coords(mesh, &element, &restriction, &num.cell_base);
+        let node_coords = NodeCoords {
+            value: OnceLock::new(),
+            source: Some(CoordSource {
+                cell_type: mesh.cell_type(),
+                vertices: mesh.coords().to_vec(),
+                cells: mesh.cells().to_vec(),
+            }),
+        };
         Ok(H1Space {
             element,
             ncomp,
@@ -153,16 +162,20 @@ impl H1Space {
         let d = self.dim();
         let r = &self.restriction;
         let offsets: Vec<u32> = r.offsets().iter().map(|&o| new_of[o as usize]).collect();
-        let mut coords = vec![0.0; self.node_coords.len()];
+        let old_coords = self.node_coords();
+        let mut coords = vec![0.0; old_coords.len()];
         for (old, &new) in new_of.iter().enumerate() {
             coords[new as usize * d..(new as usize + 1) * d]
-                .copy_from_slice(&self.node_coords[old * d..(old + 1) * d]);
+                .copy_from_slice(&old_coords[old * d..(old + 1) * d]);
         }
         H1Space {
             element: self.element.clone(),
             ncomp: self.ncomp,
             restriction: ElemRestriction::new(r.elem_size(), self.ncomp, r.num_nodes(), offsets),
-            node_coords: Arc::new(coords),
+            node_coords: Arc::new(NodeCoords {
+                value: OnceLock::from(coords),
+                source: None,
+            }),
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes,
@@ -223,12 +236,20 @@ impl H1Space {
     }
     /// Physical coordinates of all nodes, `dim` each.
     pub fn node_coords(&self) -> &[f64] {
-        &self.node_coords
+        let lazy = &self.node_coords;
+        lazy.value
+            .get_or_init(|| match (&lazy.source, &self.first_nodes) {
+                (Some(src), Some(first)) => {
+                    compute_node_coords(src, &self.element, &self.restriction, first)
+                }
+                // (a space without a source was built with its coordinates)
+                _ => Vec::new(),
+            })
     }
     /// Physical coordinates of node `n`.
     pub fn node_coord(&self, n: usize) -> &[f64] {
         let d = self.dim();
-        &self.node_coords[n * d..(n + 1) * d]
+        &self.node_coords()[n * d..(n + 1) * d]
     }
 
     /// Nodal interpolation of `f(x, out)` (`out` has `ncomp` entries) into an L-vector.
@@ -240,7 +261,7 @@ impl H1Space {
         let d = self.dim();
         let mut l = vec![0.0; self.num_dofs()];
         l.par_chunks_mut(nc)
-            .zip(self.node_coords.par_chunks(d))
+            .zip(self.node_coords().par_chunks(d))
             .for_each(|(out, x)| f(x, out));
         l
     }
@@ -326,15 +347,32 @@ impl H1Space {
     }
 }
 
+/// The node coordinates of a space, computed on first use (shared between clones).
+#[derive(Debug)]
+struct NodeCoords {
+    value: OnceLock<Vec<f64>>,
+    /// What they are computed from (`None` for a space given its coordinates).
+    source: Option<CoordSource>,
+}
+
+/// A copy of the mesh's cells and vertex coordinates.
+#[derive(Debug)]
+struct CoordSource {
+    cell_type: CellType,
+    vertices: Vec<f64>,
+    cells: Vec<u32>,
+}
+
 /// Physical coordinates of every node through each cell's affine/multilinear map.
 fn compute_node_coords(
-    mesh: &Mesh,
+    mesh: &CoordSource,
     el: &LagrangeElement,
     r: &ElemRestriction,
     cell_base: &[u32],
 ) -> Vec<f64> {
-    let d = mesh.dim();
-    let geo = LagrangeElement::new(mesh.cell_type(), 1).expect("order 1 exists on every cell");
+    let d = mesh.cell_type.dim();
+    let nv = mesh.cell_type.num_vertices();
+    let geo = LagrangeElement::new(mesh.cell_type, 1).expect("order 1 exists on every cell");
     let tab = geo
         .tabulate(el.nodes())
         .expect("element nodes have the element's dimension");
@@ -343,7 +381,7 @@ fn compute_node_coords(
     // every node is computed by the cell that numbered it: the cells of a chunk own one
     // contiguous range of nodes
     const CHUNK: usize = 256;
-    let ncells = mesh.num_cells();
+    let ncells = mesh.cells.len() / nv;
     let mut ranges = Vec::with_capacity(ncells.div_ceil(CHUNK));
     let mut rest = coords.as_mut_slice();
     for c0 in (0..ncells).step_by(CHUNK) {
@@ -357,9 +395,10 @@ fn compute_node_coords(
         let first = cell_base[c0];
         let mut xv = vec![[0.0; 3]; nvg];
         for c in c0..c1 {
-            let cell = mesh.cell(c);
+            let cell = &mesh.cells[c * nv..(c + 1) * nv];
             for (v, x) in xv.iter_mut().enumerate() {
-                x[..d].copy_from_slice(mesh.vertex(cell[v] as usize));
+                let at = cell[v] as usize * d;
+                x[..d].copy_from_slice(&mesh.vertices[at..at + d]);
             }
             for (i, &n) in r.elem(c).iter().enumerate() {
                 if n < cell_base[c] || n >= cell_base[c + 1] {

@@ -342,16 +342,17 @@ impl<T: Real> Simulation<T> {
         };
         let r = scalar.restriction();
         let medium = &setup.medium;
-        // (a medium constant per cell is checked at one node of each)
-        let per_cell = if medium.is_cellwise() { 1 } else { usize::MAX };
+        // (a medium constant per cell is checked at one point of each, its first vertex, so
+        // that the nodes' coordinates are not needed)
+        let pad =
+            |c: &[f64]| -> [f64; 3] { std::array::from_fn(|a| if a < d { c[a] } else { 0.0 }) };
         let vmax = medium.check(mesh, kind, mesh.num_cells(), |e| {
+            if medium.is_cellwise() {
+                return vec![pad(mesh.vertex(mesh.cell(e)[0] as usize))];
+            }
             r.elem(e)
                 .iter()
-                .take(per_cell)
-                .map(|&n| {
-                    let c = scalar.node_coord(n as usize);
-                    std::array::from_fn(|a| if a < d { c[a] } else { 0.0 })
-                })
+                .map(|&n| pad(scalar.node_coord(n as usize)))
                 .collect()
         })?;
         let stable = stable_step(mesh, &scalar, &vmax);
@@ -433,9 +434,14 @@ impl<T: Real> Simulation<T> {
                 coef(|m| m.rho),
             ),
         };
-        let stiffness = TensorOperator::<T>::with_physics(mesh, &space, stiff_form, &colloc)?;
-        // (summed in the cells' order of the nodes, which the parallel sum needs)
-        let mass = lumped_mass(mesh, &ordered, mass_coef, &colloc)?;
+        // (the stiffness and the lumped mass set up side by side: each has stretches that
+        // do not fill the threads; the mass is summed in the cells' order of the nodes, which
+        // its parallel sum needs)
+        let (stiffness, mass) = rayon::join(
+            || TensorOperator::<T>::with_physics(mesh, &space, stiff_form, &colloc),
+            || lumped_mass(mesh, &ordered, mass_coef, &colloc),
+        );
+        let (stiffness, mass) = (stiffness?, mass?);
         drop(ordered);
         let mass = match &lane_of {
             Some(new_of) => {

@@ -4,7 +4,7 @@
 //! computes it and reads offsets only for the skeleton.
 
 use crate::GpuError;
-use ferrofem_space::ElemRestriction;
+use ferrofem_space::{ElemRestriction, H1Space};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -214,7 +214,151 @@ impl WaveLayout {
             .enumerate()
             .for_each(|(new, &old)| new_of[old as usize].store(new as u32, Relaxed));
         let new_of: Vec<u32> = new_of.into_par_iter().map(AtomicU32::into_inner).collect();
-        let mut skeleton_nodes = vec![0u32; ne * local.skeleton];
+        Ok(WaveLayout::with_skeleton_slots(
+            restriction,
+            local,
+            (skeleton, plain),
+            new_of,
+            old_of,
+        ))
+    }
+
+    /// [`WaveLayout::new`] for the scalar nodes of `space`, the same numbering. A space
+    /// numbered by [`H1Space::new`] numbers each cell's interior nodes last in the range of
+    /// nodes that cell reaches first ([`H1Space::first_nodes`]): the layout then follows
+    /// from those ranges, without claiming nodes element by element. Any other space (or
+    /// one whose ranges do not hold its interiors) takes [`WaveLayout::new`].
+    pub fn for_space(space: &H1Space, absorbing: &[u32]) -> Result<WaveLayout, GpuError> {
+        let (dim, np) = (space.dim(), space.order() + 1);
+        let r = space.restriction().with_ncomp(1);
+        let general = || WaveLayout::new(&r, dim, np, absorbing);
+        let local = LocalSlots::new(dim, np);
+        let (ne, nn, ni) = (r.num_elem(), r.num_nodes(), local.interior);
+        let Some(first) = space.first_nodes() else {
+            return general();
+        };
+        if r.elem_size() != local.slot.len()
+            || first.len() != ne + 1
+            || first[0] != 0
+            || first[ne] as usize != nn
+        {
+            return general();
+        }
+        let interior_local: Vec<usize> = (0..local.slot.len())
+            .filter(|&l| local.slot[l] < 0)
+            .collect();
+        // the interior of cell e: the last `ni` nodes of its range, in local order
+        let interior_at = |e: usize| first[e + 1] as usize - ni;
+        let ranges_hold = (0..ne).into_par_iter().all(|e| {
+            let en = r.elem(e);
+            first[e] as usize + ni <= first[e + 1] as usize
+                && interior_local
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &l)| en[l] as usize == interior_at(e) + k)
+        });
+        if !ranges_hold {
+            return general();
+        }
+        // absorbing nodes: skeleton nodes (before the interior of the cell reaching them),
+        // each once; `absorbing_index[n]` is its place in the list plus one
+        let mut absorbing_index = vec![0u32; nn];
+        for (i, &a) in absorbing.iter().enumerate() {
+            let n = a as usize;
+            let cell = first[1..].partition_point(|&f| f as usize <= n);
+            if n >= nn || n >= interior_at(cell) {
+                return Err(GpuError::Unsupported(format!(
+                    "absorbing node {a} is not on an element's boundary"
+                )));
+            }
+            if absorbing_index[n] != 0 {
+                return Err(GpuError::Unsupported(format!(
+                    "absorbing node {a} is listed twice"
+                )));
+            }
+            absorbing_index[n] = i as u32 + 1;
+        }
+        // chunks of cells: their node ranges, their plain skeleton nodes (counted, then
+        // numbered at the chunk's offset) and their interiors are disjoint
+        const CELLS_PER_CHUNK: usize = 1 << 10;
+        let nchunks = ne.div_ceil(CELLS_PER_CHUNK);
+        let cells = |k: usize| k * CELLS_PER_CHUNK..((k + 1) * CELLS_PER_CHUNK).min(ne);
+        let skeleton_of = |e: usize| first[e] as usize..interior_at(e);
+        let counts: Vec<usize> = (0..nchunks)
+            .into_par_iter()
+            .map(|k| {
+                cells(k)
+                    .flat_map(skeleton_of)
+                    .filter(|&n| absorbing_index[n] == 0)
+                    .count()
+            })
+            .collect();
+        let plain: usize = counts.iter().sum();
+        let skeleton = plain + absorbing.len();
+        let mut old_of = vec![0u32; nn];
+        let mut new_of = vec![0u32; nn];
+        let (plain_part, rest) = old_of.split_at_mut(plain);
+        let (absorbing_part, interior_part) = rest.split_at_mut(absorbing.len());
+        absorbing_part.copy_from_slice(absorbing);
+        let mut parts = Vec::with_capacity(nchunks);
+        let (mut plain_rest, mut interior_rest, mut new_rest) =
+            (plain_part, interior_part, new_of.as_mut_slice());
+        let mut offset = 0;
+        for (k, &c) in counts.iter().enumerate() {
+            let range = cells(k);
+            let (p, t) = plain_rest.split_at_mut(c);
+            plain_rest = t;
+            let (i, t) = interior_rest.split_at_mut(range.len() * ni);
+            interior_rest = t;
+            let nodes = (first[range.end] - first[range.start]) as usize;
+            let (nw, t) = new_rest.split_at_mut(nodes);
+            new_rest = t;
+            parts.push((range, offset, p, i, nw));
+            offset += c;
+        }
+        parts
+            .into_par_iter()
+            .for_each(|(range, offset, plain_out, interior_out, new_out)| {
+                let n0 = first[range.start] as usize;
+                let mut next = 0;
+                for e in range.clone() {
+                    for n in skeleton_of(e) {
+                        new_out[n - n0] = match absorbing_index[n] {
+                            0 => {
+                                plain_out[next] = n as u32;
+                                next += 1;
+                                (offset + next - 1) as u32
+                            }
+                            a => (plain + a as usize - 1) as u32,
+                        };
+                    }
+                    let at = (e - range.start) * ni;
+                    for k in 0..ni {
+                        let n = interior_at(e) + k;
+                        interior_out[at + k] = n as u32;
+                        new_out[n - n0] = (skeleton + e * ni + k) as u32;
+                    }
+                }
+            });
+        Ok(WaveLayout::with_skeleton_slots(
+            &r,
+            local,
+            (skeleton, plain),
+            new_of,
+            old_of,
+        ))
+    }
+
+    /// The layout of the numbering `new_of`/`old_of` with `(skeleton, plain)` counts, with
+    /// each element's skeleton slots looked up in it.
+    fn with_skeleton_slots(
+        restriction: &ElemRestriction,
+        local: LocalSlots,
+        (skeleton, plain): (usize, usize),
+        new_of: Vec<u32>,
+        old_of: Vec<u32>,
+    ) -> WaveLayout {
+        let mut skeleton_nodes = vec![0u32; restriction.num_elem() * local.skeleton];
         skeleton_nodes
             .par_chunks_mut(local.skeleton.max(1))
             .enumerate()
@@ -225,14 +369,14 @@ impl WaveLayout {
                     }
                 }
             });
-        Ok(WaveLayout {
+        WaveLayout {
             local,
             skeleton,
             plain,
             new_of,
             old_of,
             skeleton_nodes,
-        })
+        }
     }
 
     /// Number of nodes.
@@ -279,6 +423,8 @@ mod tests {
             (CellType::Quadrilateral, vec![3, 2], 4),
             (CellType::Hexahedron, vec![2, 2, 3], 3),
             (CellType::Quadrilateral, vec![2, 2], 1),
+            // (more cells than one chunk of the fast path)
+            (CellType::Quadrilateral, vec![50, 45], 2),
         ] {
             let mesh = generate_box(&BoxSpec::unit(ct, &dims)).unwrap();
             let space = H1Space::new(&mesh, p, 1).unwrap();
@@ -287,6 +433,16 @@ mod tests {
             let boundary = space.boundary_nodes(&mesh).unwrap();
             let absorbing: Vec<u32> = boundary.iter().copied().step_by(2).collect();
             let lay = WaveLayout::new(r, dim, p + 1, &absorbing).unwrap();
+            // the same numbering from the space's first-reached ranges
+            let fast = WaveLayout::for_space(&space, &absorbing).unwrap();
+            assert_eq!(
+                (&fast.new_of, &fast.old_of, &fast.skeleton_nodes),
+                (&lay.new_of, &lay.old_of, &lay.skeleton_nodes)
+            );
+            assert_eq!((fast.plain, fast.skeleton), (lay.plain, lay.skeleton));
+            let vector = space.with_ncomp(dim).unwrap();
+            let from_vector = WaveLayout::for_space(&vector, &absorbing).unwrap();
+            assert_eq!(from_vector.new_of, lay.new_of);
             let nn = space.num_nodes();
             let mut seen = vec![false; nn];
             for &n in &lay.new_of {
@@ -318,10 +474,16 @@ mod tests {
         let space = H1Space::new(&mesh, 2, 1).unwrap();
         let r = space.restriction();
         let centre = r.elem(0)[4];
-        let e = WaveLayout::new(r, 2, 3, &[centre]).unwrap_err();
-        assert!(
-            e.to_string().contains("not on an element's boundary"),
-            "{e}"
-        );
+        for e in [
+            WaveLayout::new(r, 2, 3, &[centre]).unwrap_err(),
+            WaveLayout::for_space(&space, &[centre]).unwrap_err(),
+        ] {
+            assert!(
+                e.to_string().contains("not on an element's boundary"),
+                "{e}"
+            );
+        }
+        let twice = WaveLayout::for_space(&space, &[0, 0]).unwrap_err();
+        assert!(twice.to_string().contains("listed twice"), "{twice}");
     }
 }

@@ -263,7 +263,13 @@ impl<T: GpuReal> GpuWave<T> {
                 np - 1
             )));
         }
-        let (factors, compact, weighted) = element_data(k, &tensor_w)?;
+        // (the quadrature data and the node layout built side by side)
+        let absorbing_cpu: Vec<u32> = sim.absorbing_nodes().iter().map(|a| a.node).collect();
+        let (data, layout) = rayon::join(
+            || element_data(k, &tensor_w),
+            || WaveLayout::for_space(&space, &absorbing_cpu),
+        );
+        let ((factors, compact, weighted), layout) = (data?, layout?);
         let nf = k.geometry().num_factors;
         let shape = WaveKernelShape {
             dim,
@@ -274,9 +280,6 @@ impl<T: GpuReal> GpuWave<T> {
             factors: nf,
             weighted,
         };
-        let absorbing_cpu: Vec<u32> = sim.absorbing_nodes().iter().map(|a| a.node).collect();
-        let scalar_restriction = space.restriction().with_ncomp(1);
-        let layout = WaveLayout::new(&scalar_restriction, dim, np, &absorbing_cpu)?;
         let nn = layout.num_nodes();
         let steps = sim.steps();
         let dt = sim.dt();
