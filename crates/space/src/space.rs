@@ -38,13 +38,15 @@ impl H1Space {
         let num = numbering::number(mesh, &element)?;
         let nb = element.num_nodes();
         let restriction = ElemRestriction::new(nb, ncomp, num.num_nodes, num.elem_nodes);
-        let node_coords = NodeCoords {
+        let first_nodes = Arc::new(num.cell_base);
+        let node_coords = NodeCoords::Lazy {
             value: OnceLock::new(),
-            source: Some(CoordSource {
+            source: CoordSource {
                 cell_type: mesh.cell_type(),
                 vertices: mesh.coords().to_vec(),
                 cells: mesh.cells().to_vec(),
-            }),
+                first_nodes: first_nodes.clone(),
+            },
         };
         Ok(H1Space {
             element,
@@ -54,7 +56,7 @@ impl H1Space {
             mesh_cells: mesh.num_cells(),
             mesh_vertices: mesh.num_vertices(),
             skeleton_nodes: None,
-            first_nodes: Some(Arc::new(num.cell_base)),
+            first_nodes: Some(first_nodes),
         })
     }
 
@@ -172,10 +174,7 @@ impl H1Space {
             element: self.element.clone(),
             ncomp: self.ncomp,
             restriction: ElemRestriction::new(r.elem_size(), self.ncomp, r.num_nodes(), offsets),
-            node_coords: Arc::new(NodeCoords {
-                value: OnceLock::from(coords),
-                source: None,
-            }),
+            node_coords: Arc::new(NodeCoords::Given(coords)),
             mesh_cells: self.mesh_cells,
             mesh_vertices: self.mesh_vertices,
             skeleton_nodes,
@@ -236,15 +235,12 @@ impl H1Space {
     }
     /// Physical coordinates of all nodes, `dim` each.
     pub fn node_coords(&self) -> &[f64] {
-        let lazy = &self.node_coords;
-        lazy.value
-            .get_or_init(|| match (&lazy.source, &self.first_nodes) {
-                (Some(src), Some(first)) => {
-                    compute_node_coords(src, &self.element, &self.restriction, first)
-                }
-                // (a space without a source was built with its coordinates)
-                _ => Vec::new(),
-            })
+        match self.node_coords.as_ref() {
+            NodeCoords::Given(coords) => coords,
+            NodeCoords::Lazy { value, source } => {
+                value.get_or_init(|| compute_node_coords(source, &self.element, &self.restriction))
+            }
+        }
     }
     /// Physical coordinates of node `n`.
     pub fn node_coord(&self, n: usize) -> &[f64] {
@@ -347,29 +343,31 @@ impl H1Space {
     }
 }
 
-/// The node coordinates of a space, computed on first use (shared between clones).
+/// The node coordinates of a space (shared between clones).
 #[derive(Debug)]
-struct NodeCoords {
-    value: OnceLock<Vec<f64>>,
-    /// What they are computed from (`None` for a space given its coordinates).
-    source: Option<CoordSource>,
+enum NodeCoords {
+    /// Given when the space was made (a renumbered space).
+    Given(Vec<f64>),
+    /// Computed on first use from `source`.
+    Lazy {
+        value: OnceLock<Vec<f64>>,
+        source: CoordSource,
+    },
 }
 
-/// A copy of the mesh's cells and vertex coordinates.
+/// A copy of the mesh's cells and vertex coordinates, and the space's first-reached node
+/// ranges ([`H1Space::first_nodes`]).
 #[derive(Debug)]
 struct CoordSource {
     cell_type: CellType,
     vertices: Vec<f64>,
     cells: Vec<u32>,
+    first_nodes: Arc<Vec<u32>>,
 }
 
 /// Physical coordinates of every node through each cell's affine/multilinear map.
-fn compute_node_coords(
-    mesh: &CoordSource,
-    el: &LagrangeElement,
-    r: &ElemRestriction,
-    cell_base: &[u32],
-) -> Vec<f64> {
+fn compute_node_coords(mesh: &CoordSource, el: &LagrangeElement, r: &ElemRestriction) -> Vec<f64> {
+    let cell_base = mesh.first_nodes.as_slice();
     let d = mesh.cell_type.dim();
     let nv = mesh.cell_type.num_vertices();
     let geo = LagrangeElement::new(mesh.cell_type, 1).expect("order 1 exists on every cell");
