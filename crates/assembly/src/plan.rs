@@ -328,6 +328,18 @@ impl AssemblyPlan {
     pub fn targets(&self) -> &[u32] {
         &self.targets
     }
+    /// The node → element transpose of the restriction (the by-row strategies' input).
+    pub fn transpose(&self) -> &TransposeMap {
+        &self.transpose
+    }
+    /// The nonzero → element-entries map of the by-nonzero strategy (built on first use):
+    /// `(ptr, src)`, nonzero `k` summing the element-data entries `src[ptr[k]..ptr[k + 1]]`
+    /// in increasing element order, entry `(i, j)` of element `e` at `e * (n² + n) + i n + j`
+    /// (the element data hold each matrix followed by its right-hand side).
+    pub fn nonzero_sources(&self) -> Result<(&[u32], &[u32]), AssemblyError> {
+        let s = self.sources()?;
+        Ok((&s.ptr, &s.src))
+    }
     /// The colouring used by the coloured strategy (greedy unless one was given).
     pub fn coloring(&self) -> &ElementColoring {
         self.coloring

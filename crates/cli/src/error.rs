@@ -40,4 +40,7 @@ pub enum CliError {
     /// An invalid combination of options, explained.
     #[error("{0}")]
     Usage(String),
+    /// A benchmark's result failed its own check (the figures would be of a wrong result).
+    #[error("check failed: {0}")]
+    Check(String),
 }

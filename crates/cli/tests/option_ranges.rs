@@ -299,3 +299,39 @@ fn residual_and_assembly_benchmark_options_are_checked() {
         "1000001 is not in 0..=1000000",
     );
 }
+
+/// A strategy of the other backend is refused with the backend to give; a GPU strategy
+/// without a usable GPU says why.
+#[test]
+fn assembly_strategies_belong_to_their_backend() {
+    let out = ferrofem(&[
+        "bench",
+        "assembly",
+        "--strategy",
+        "atomic",
+        "--box",
+        "tet:2x2x2",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("GPU strategy: give --backend cuda"), "{err}");
+    let out = ferrofem(&[
+        "bench",
+        "assembly",
+        "--backend",
+        "cuda",
+        "--strategy",
+        "by-row",
+        "--box",
+        "tet:2x2x2",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // with a GPU: the CPU strategy is refused; without: the missing GPU is explained
+    assert!(
+        err.contains("CPU strategy: give atomic, elem-color, global-nz or local-row")
+            || err.to_lowercase().contains("cuda")
+            || err.to_lowercase().contains("gpu"),
+        "{err}"
+    );
+}

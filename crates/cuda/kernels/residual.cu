@@ -20,7 +20,7 @@
 //      the affine map of the reference point cXq[q] from the cell's vertices).
 // AUX: 0 none; 1 nodal in the solution's scalar space (aux[node]; with OUT 0 as an
 //      E-vector aux[cell][basis], like the coefficients); 2 per cell (aux[cell]).
-// Needs (host-prepended): prelude, physics source (ff_f0..ff_g3), constant tables
+// Needs (host-prepended): prelude, simplex.cuh, physics source (ff_f0..ff_g3), constant tables
 //   cPhi[NQ*NB], cDphi[(NQ*NB)*DIM] (reference gradients), cWq[NQ], and with NEED_X the
 //   reference points cXq[NQ*DIM].
 
@@ -67,52 +67,6 @@
 
 __device__ __forceinline__ u32 cell_id(u32 i, u32 cell0, const u32* FF_RESTRICT cells) {
     return cells ? cells[cell0 + i] : cell0 + i;
-}
-
-// J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and det J from the cell's vertex
-// coordinates x[v * DIM + i], v = 0..DIM
-__device__ __forceinline__ void geometry_from_vertices(const real* x, real* g) {
-    real J[DIM][DIM];
-#pragma unroll
-    for (int k = 0; k < DIM; k++)
-#pragma unroll
-        for (int i = 0; i < DIM; i++) J[i][k] = x[(k + 1) * DIM + i] - x[i];
-#if DIM == 2
-    const real det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
-    const real id = (real)1 / det;
-    g[0] = J[1][1] * id; g[1] = -J[0][1] * id; g[2] = -J[1][0] * id; g[3] = J[0][0] * id;
-    g[4] = det;
-#else
-    real C[3][3];
-    C[0][0] = J[1][1] * J[2][2] - J[1][2] * J[2][1];
-    C[0][1] = J[1][2] * J[2][0] - J[1][0] * J[2][2];
-    C[0][2] = J[1][0] * J[2][1] - J[1][1] * J[2][0];
-    C[1][0] = J[0][2] * J[2][1] - J[0][1] * J[2][2];
-    C[1][1] = J[0][0] * J[2][2] - J[0][2] * J[2][0];
-    C[1][2] = J[0][1] * J[2][0] - J[0][0] * J[2][1];
-    C[2][0] = J[0][1] * J[1][2] - J[0][2] * J[1][1];
-    C[2][1] = J[0][2] * J[1][0] - J[0][0] * J[1][2];
-    C[2][2] = J[0][0] * J[1][1] - J[0][1] * J[1][0];
-    const real det = J[0][0] * C[0][0] + J[0][1] * C[0][1] + J[0][2] * C[0][2];
-    const real id = (real)1 / det;
-    // (J^{-1})_{k i} = C[i][k] / det
-#pragma unroll
-    for (int k = 0; k < 3; k++)
-#pragma unroll
-        for (int i = 0; i < 3; i++) g[k * 3 + i] = C[i][k] * id;
-    g[9] = det;
-#endif
-}
-
-// The vertex coordinates x[v * DIM + i] of cell c (its local nodes 0..DIM, read through
-// the restriction)
-__device__ __forceinline__ void cell_vertices(u32 c, const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords, real* x) {
-#pragma unroll
-    for (int v = 0; v <= DIM; v++) {
-        const u32 n = offsets[(size_t)c * NB + v];
-#pragma unroll
-        for (int i = 0; i < DIM; i++) x[v * DIM + i] = coords[(size_t)n * DIM + i];
-    }
 }
 
 // Fields at point q from element values ue[b*NC + c] (and the aux value), physics, and
@@ -164,13 +118,7 @@ __device__ __forceinline__ void point_values(int q, const real* ue, const real* 
     }
 #if NEED_X
     real x[DIM];
-#pragma unroll
-    for (int i = 0; i < DIM; i++) {
-        real s = xv[i];
-#pragma unroll
-        for (int k = 0; k < DIM; k++) s += cXq[q * DIM + k] * (xv[(k + 1) * DIM + i] - xv[i]);
-        x[i] = s;
-    }
+    affine_point(cXq + q * DIM, xv, x);
 #else
     (void)xv;
     const real x[3] = {0, 0, 0};

@@ -82,6 +82,15 @@ pub enum GpuError {
     /// The operation is not available for this input (e.g. a BP kernel on simplices).
     #[error("not supported on the GPU: {0}")]
     Unsupported(String),
+    /// A kernel found an element it cannot integrate, or produced a non-finite value for
+    /// it (the lowest such element is reported).
+    #[error("element {element}: {what}")]
+    BadElement {
+        /// The element (cell) index.
+        element: usize,
+        /// What is wrong with it.
+        what: &'static str,
+    },
     /// The kernel cache folder could not be used (compilation still works without it).
     #[error("kernel cache at {path}: {source}")]
     Cache {

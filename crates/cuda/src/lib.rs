@@ -9,6 +9,7 @@
 //! constants through NVRTC for the device's architecture, compiled once per specialisation
 //! and cached in memory and on disk ([`compile`]).
 
+pub mod assembly;
 pub mod blas;
 pub mod bp;
 pub mod compile;

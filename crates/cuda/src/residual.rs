@@ -104,6 +104,44 @@ impl Default for ResidualConfig {
     }
 }
 
+/// The dimension of `element`'s simplex, checked to be the physics' (`what` names the
+/// kernels in the error).
+pub(crate) fn simplex_dim(
+    physics: &CudaPhysics,
+    element: &LagrangeElement,
+    what: &str,
+) -> Result<usize, GpuError> {
+    let ct = element.cell_type();
+    if !ct.is_simplex() {
+        return Err(GpuError::Unsupported(format!(
+            "{what} are for simplices, got {ct}"
+        )));
+    }
+    let d = ct.dim();
+    if physics.dim != d {
+        return Err(GpuError::Unsupported(format!(
+            "physics is {}-D, mesh is {d}-D",
+            physics.dim
+        )));
+    }
+    Ok(d)
+}
+
+/// The CUDA C definition `<qualifier> real name[] = {...};` of a table (at least one entry;
+/// every value printed so that it reads back exactly).
+pub(crate) fn table_source(qualifier: &str, name: &str, v: &[f64]) -> String {
+    let body: Vec<String> = v.iter().map(|x| format!("{x:e}")).collect();
+    format!(
+        "{qualifier} real {name}[{}] = {{{}}};\n",
+        v.len().max(1),
+        if body.is_empty() {
+            "0".to_string()
+        } else {
+            body.join(", ")
+        }
+    )
+}
+
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
         a
@@ -145,33 +183,14 @@ pub fn residual_kernel<T: GpuReal>(
     jacobian: bool,
     cfg: ResidualConfig,
 ) -> Result<ResidualKernel, GpuError> {
-    let ct = element.cell_type();
-    if !ct.is_simplex() {
-        return Err(GpuError::Unsupported(format!(
-            "the residual kernels are for simplices, got {ct}"
-        )));
-    }
-    let d = ct.dim();
-    if physics.dim != d {
-        return Err(GpuError::Unsupported(format!(
-            "physics is {}-D, mesh is {d}-D",
-            physics.dim
-        )));
-    }
+    let d = simplex_dim(physics, element, "the residual kernels")?;
     let nb = element.num_nodes();
     let nq = rule.len();
     let nc = physics.ncomp;
     let tab = element
         .tabulate(&rule.points)
         .map_err(|e| GpuError::Unsupported(e.to_string()))?;
-    let arr = |name: &str, v: &[f64]| {
-        let body: Vec<String> = v.iter().map(|x| format!("{x:e}")).collect();
-        format!(
-            "__constant__ real {name}[{}] = {{{}}};\n",
-            v.len(),
-            body.join(", ")
-        )
-    };
+    let arr = |name: &str, v: &[f64]| table_source("__constant__", name, v);
     let cfg = cfg.for_physics(physics);
     let tables = format!(
         "{}{}{}{}",
@@ -253,8 +272,9 @@ pub fn residual_kernel<T: GpuReal>(
     let t = physics.terms;
     let j = physics.jacobian;
     let source = format!(
-        "{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}",
         sources::PRELUDE,
+        sources::SIMPLEX,
         physics.source,
         tables,
         sources::RESIDUAL
@@ -636,6 +656,16 @@ pub fn case_physics(name: &str, dim: usize) -> Result<CasePhysics, GpuError> {
         "elasticity-forced" => {
             let m = Manufactured::elasticity(dim, 1.2, 0.7).map_err(err)?;
             let p = Elasticity::new(dim, 1.2, 0.7, Some(m)).map_err(err)?;
+            let c = Physics::<f64>::cuda(&p);
+            (Box::new(p), c, 0)
+        }
+        "mass" => {
+            let p = ferrofem_physics::Mass::new(dim, 1).map_err(err)?;
+            let c = Physics::<f64>::cuda(&p);
+            (Box::new(p), c, 0)
+        }
+        "screened-poisson" => {
+            let p = ferrofem_physics::ScreenedPoisson::new(dim, 2.5, None).map_err(err)?;
             let c = Physics::<f64>::cuda(&p);
             (Box::new(p), c, 0)
         }

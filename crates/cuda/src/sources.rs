@@ -27,9 +27,18 @@ pub const BP_LATTICE: &str = include_str!("../kernels/bp_lattice.cu");
 /// header; host side in `bp/diag.rs`).
 pub const BP_DIAG: &str = include_str!("../kernels/bp_diag.cu");
 
+/// Affine simplex geometry from a cell's vertex nodes, shared by the residual and assembly
+/// kernels.
+pub const SIMPLEX: &str = include_str!("../kernels/simplex.cuh");
+
 /// Residual evaluation and Jacobian action of pointwise forms on simplices (thread
 /// transposition of Knepley, Rupp & Terrel 2016, and the two baselines).
 pub const RESIDUAL: &str = include_str!("../kernels/residual.cu");
+
+/// Element matrices of pointwise forms on simplices and their global CSR assembly (Cecka,
+/// Lew & Darve 2011): scattered through the element -> nonzero map (atomics or colours) or
+/// stored for the by-nonzero gather (see the file's header and `assembly/`).
+pub const ASSEMBLY: &str = include_str!("../kernels/assembly.cu");
 
 /// The spectral-element wave step: the collocated stiffness with acoustic or elastic
 /// physics fused with the leapfrog update of element-interior nodes, the skeleton's update,

@@ -371,3 +371,47 @@ fn wave_kernels_compile_for_sm90() {
         }
     }
 }
+
+/// Every element-matrix specialisation of the GPU assembly tests (kernels/assembly.cu:
+/// every physics and strategy, P1–P5 triangles, P1–P4 tetrahedra, both precisions)
+/// compiles to sm_90 machine code.
+#[test]
+fn every_assembly_specialisation_compiles_for_sm90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let mut specs: Vec<KernelSpec> = ferrofem_cuda::assembly::tested_cases()
+        .iter()
+        .map(|c| c.kernel().unwrap_or_else(|e| panic!("{c:?}: {e}")).spec)
+        .collect();
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    specs.dedup_by(|a, b| a.name == b.name);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(8);
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let specs = &specs;
+                s.spawn(move || {
+                    specs
+                        .iter()
+                        .skip(t)
+                        .step_by(threads)
+                        .filter_map(|spec| {
+                            compile_uncached(spec, Target::Cubin(90))
+                                .err()
+                                .map(|e| format!("{}: {e}", spec.name))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("compile thread"))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("compiled {} assembly specialisations", specs.len());
+}

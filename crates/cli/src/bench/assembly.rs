@@ -27,7 +27,7 @@ use clap::{Args, ValueEnum};
 use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy};
 use ferrofem_base::memory::Bytes;
 use ferrofem_base::{CsrMatrix, Real};
-use ferrofem_driver::Precision;
+use ferrofem_driver::{select, Backend, BackendArg, Precision};
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::measure_copy_bandwidth;
 use ferrofem_operator::{ElementMatrices, FormOperator, FormOptions, Quadrature};
@@ -59,6 +59,14 @@ pub enum StrategyArg {
     ByRow,
     /// Buffered, parallel over nonzeros.
     ByNonzero,
+    /// GPU: elements add their matrices into CSR with atomics.
+    Atomic,
+    /// GPU: one launch per colour of elements, no atomics (the paper's ElemColor).
+    ElemColor,
+    /// GPU: element matrices in global memory, one thread per nonzero gathers (GlobalNZ).
+    GlobalNz,
+    /// GPU: one thread per row recomputes the element rows it sums (LocalNZ by row).
+    LocalRow,
 }
 
 /// Options of `ferrofem bench assembly`.
@@ -70,74 +78,94 @@ pub struct AssemblyArgs {
         value_name = "SPEC",
         default_value = "tet:32x32x32,perturb=0.2,seed=1"
     )]
-    box_spec: String,
+    pub(super) box_spec: String,
     /// The matrix.
     #[arg(long, value_enum, default_value_t = AssemblyProblem::Poisson)]
-    problem: AssemblyProblem,
+    pub(super) problem: AssemblyProblem,
     /// Polynomial order: 1 to 15 on quadrilaterals and hexahedra, 1 to 6 on triangles, 1 to
     /// 4 on tetrahedra.
     #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(1, ranges::MAX_ORDER))]
-    order: usize,
-    /// Strategy (or all).
+    pub(super) order: usize,
+    /// Strategy (or all of the backend's): serial, colored, by-row, by-nonzero on the CPU;
+    /// atomic, elem-color, global-nz, local-row on the GPU.
     #[arg(long, value_enum, default_value_t = StrategyArg::All)]
-    strategy: StrategyArg,
+    pub(super) strategy: StrategyArg,
+    /// Where to assemble: the CPU, or the GPU (auto: the GPU when one is usable).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
     /// Scalar type.
     #[arg(long, value_enum, default_value_t = Precision::F64)]
-    precision: Precision,
+    pub(super) precision: Precision,
     /// Eliminate the boundary dofs (assemble the reduced matrix on the free dofs).
     #[arg(long)]
-    dirichlet: bool,
+    pub(super) dirichlet: bool,
     /// Quadrature degree, 0 to 400 (default: exact for the stiffness on affine simplices,
     /// `2(p − 1)`; `p + 1` Gauss points per direction on quadrilaterals and hexahedra).
     #[arg(long, value_parser = ranges::usize_in(0, ranges::MAX_QDEGREE))]
-    qdegree: Option<usize>,
+    pub(super) qdegree: Option<usize>,
     /// Timed assemblies per strategy (median reported), 1 to 1e6.
     #[arg(long, default_value_t = 10, value_parser = ranges::usize_in(1, ranges::MAX_REPS))]
-    reps: usize,
+    pub(super) reps: usize,
     /// Untimed assemblies first (after the first call, reported apart), 0 to 1e6.
     #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(0, ranges::MAX_REPS))]
-    warmup: usize,
+    pub(super) warmup: usize,
     /// Print JSON records (one per line) instead of the table.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
     /// Append JSON records to this file as well.
     #[arg(long, value_name = "FILE.jsonl")]
-    record: Option<std::path::PathBuf>,
+    pub(super) record: Option<std::path::PathBuf>,
 }
 
 /// One measured strategy.
 #[derive(Serialize, Clone, Debug)]
 pub struct AssemblyRecord {
-    bench: &'static str,
-    backend: String,
-    precision: String,
-    mesh: String,
-    cell_type: String,
-    problem: String,
-    order: usize,
-    q: usize,
-    cells: usize,
-    rows: usize,
-    nnz: usize,
-    element_matrix_size: usize,
-    dirichlet: bool,
-    strategy: String,
-    plan_s: f64,
-    first_s: f64,
-    assembly_s: f64,
-    melements_per_s: f64,
-    model_bytes: f64,
-    gbytes_per_s: f64,
-    copy_gbytes_per_s: f64,
-    roofline_fraction: f64,
+    pub(super) bench: &'static str,
+    pub(super) backend: String,
+    pub(super) precision: String,
+    pub(super) mesh: String,
+    pub(super) cell_type: String,
+    pub(super) problem: String,
+    pub(super) order: usize,
+    pub(super) q: usize,
+    pub(super) cells: usize,
+    pub(super) rows: usize,
+    pub(super) nnz: usize,
+    pub(super) element_matrix_size: usize,
+    pub(super) dirichlet: bool,
+    pub(super) strategy: String,
+    pub(super) plan_s: f64,
+    pub(super) first_s: f64,
+    pub(super) assembly_s: f64,
+    pub(super) melements_per_s: f64,
+    pub(super) model_bytes: f64,
+    pub(super) gbytes_per_s: f64,
+    pub(super) copy_gbytes_per_s: f64,
+    pub(super) roofline_fraction: f64,
+    /// GPU by nonzero: the element kernel alone and the gather alone, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) element_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) accumulate_s: Option<f64>,
 }
 
-fn usage(e: impl std::fmt::Display) -> CliError {
+pub(super) fn usage(e: impl std::fmt::Display) -> CliError {
     CliError::Usage(e.to_string())
 }
 
 /// Runs `ferrofem bench assembly`.
 pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
+    let backend = select(a.backend)?;
+    if let Backend::Cpu {
+        fallback_reason: Some(r),
+    } = &backend
+    {
+        eprintln!("note: {r}; running on the CPU");
+    }
+    #[cfg(feature = "cuda")]
+    if let Backend::Cuda(dev) = &backend {
+        return super::assembly_gpu::run(dev, &a);
+    }
     let spec = BoxSpec::parse(&a.box_spec)?;
     let t = Instant::now();
     let mesh = generate_box(&spec)?;
@@ -185,14 +213,22 @@ pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
     }
 }
 
-fn strategies(s: StrategyArg) -> Vec<Strategy> {
-    match s {
+fn strategies(s: StrategyArg) -> Result<Vec<Strategy>, CliError> {
+    Ok(match s {
         StrategyArg::All => Strategy::ALL.to_vec(),
         StrategyArg::Serial => vec![Strategy::Serial],
         StrategyArg::Colored => vec![Strategy::Colored],
         StrategyArg::ByRow => vec![Strategy::ByRow],
         StrategyArg::ByNonzero => vec![Strategy::ByNonzero],
-    }
+        StrategyArg::Atomic
+        | StrategyArg::ElemColor
+        | StrategyArg::GlobalNz
+        | StrategyArg::LocalRow => {
+            return Err(usage(format!(
+                "--strategy {s:?} is a GPU strategy: give --backend cuda"
+            )))
+        }
+    })
 }
 
 /// Bytes of one assembly by the model of the module documentation.
@@ -327,10 +363,7 @@ fn bench<T: Real, P: Physics<T>>(
             if a.dirichlet { " (boundary eliminated)" } else { "" },
             bytes / 1e6,
         );
-        println!(
-            "{:>22} {:>9} {:>10} {:>10} {:>8} {:>5}",
-            "strategy", "first s", "ms", "elem/s", "GB/s", "roof"
-        );
+        print_header();
     }
     let base = AssemblyRecord {
         bench: "assembly",
@@ -355,6 +388,8 @@ fn bench<T: Real, P: Physics<T>>(
         gbytes_per_s: 0.0,
         copy_gbytes_per_s: copy_gbs,
         roofline_fraction: 0.0,
+        element_s: None,
+        accumulate_s: None,
     };
     // the compute floor: every element matrix computed into per-task scratch, none summed
     let floor = time_reps(a, || {
@@ -379,7 +414,7 @@ fn bench<T: Real, P: Physics<T>>(
         },
         a,
     )?;
-    for strategy in strategies(a.strategy) {
+    for strategy in strategies(a.strategy)? {
         let (first, t) = time_reps(a, || {
             plan.assemble_matrix_into(&op, None, strategy, &mut matrix)
                 .map_err(usage)
@@ -422,7 +457,15 @@ fn time_reps(
     Ok((first, median(&times)))
 }
 
-fn emit(r: AssemblyRecord, a: &AssemblyArgs) -> Result<(), CliError> {
+/// The column heads of [`emit`]'s table.
+pub(super) fn print_header() {
+    println!(
+        "{:>22} {:>9} {:>10} {:>10} {:>10} {:>8} {:>5}",
+        "strategy", "first s", "ms", "elem/s", "nnz/s", "GB/s", "roof"
+    );
+}
+
+pub(super) fn emit(r: AssemblyRecord, a: &AssemblyArgs) -> Result<(), CliError> {
     if let Some(path) = &a.record {
         ferrofem_io::append_json_line(path, &r)?;
     }
@@ -438,12 +481,17 @@ fn emit(r: AssemblyRecord, a: &AssemblyArgs) -> Result<(), CliError> {
     } else {
         ("-".into(), "-".into())
     };
+    let stages = match (r.element_s, r.accumulate_s) {
+        (Some(e), Some(g)) => format!("  (elements {:.3} ms, gather {:.3} ms)", e * 1e3, g * 1e3),
+        _ => String::new(),
+    };
     println!(
-        "{:>22} {:>9.3} {:>10.3} {:>10.3e} {:>8} {:>5}",
+        "{:>22} {:>9.3} {:>10.3} {:>10.3e} {:>10.3e} {:>8} {:>5}{stages}",
         r.strategy,
         r.first_s,
         r.assembly_s * 1e3,
         r.melements_per_s * 1e6,
+        r.nnz as f64 / r.assembly_s,
         gbs,
         roof
     );

@@ -2,6 +2,8 @@
 //! can append JSON records.
 
 mod assembly;
+#[cfg(feature = "cuda")]
+mod assembly_gpu;
 mod bp;
 mod residual;
 mod stream;

@@ -1,0 +1,342 @@
+// Element matrices of a pointwise weak form on affine simplices, and their global CSR
+// assembly (Cecka, Lew & Darve 2011):
+//
+//   K_e[ci*NB + i][cj*NB + j] = sum_q  phi_i G0 phi_j + phi_i G1.dphi_j + dphi_i.G2 phi_j
+//                                     + dphi_i.G3.dphi_j
+//
+// with reference gradients dphi and the physics' g0..g3 at point q pulled back to the
+// reference cell and weighted (G1_k = w detJ sum_l g1_l Jinv_kl, G3_kk' = w detJ
+// sum_ll' Jinv_kl g3_ll' Jinv_k'l', ...).
+//
+// A block takes NCB cells at a time. In the point phase each thread owns (cell, point)
+// items: geometry from the cell's vertices, the state u and auxiliary field at the point,
+// the physics' g0..g3, and the pulled-back blocks into shared memory. After one barrier each
+// thread owns (cell, row, column) entries and sums over the points; consecutive threads
+// hold consecutive entries of one element matrix, so the slot-map reads and element-matrix
+// writes are coalesced.
+//
+// OUT: 0 element data [cell][STRIDE] (matrix row-major, the by-nonzero gather's input);
+//      1 atomicAdd into the CSR values through the element -> nonzero map targets[cell][n*n];
+//      2 the same without atomics, over the cells of one colour (no two share a node);
+//      3 one thread per matrix row (kernel `row_matrices`): the row's entries accumulated
+//        in the thread's own array (MAXROW entries) from the rows of the element matrices
+//        of the node's elements, each recomputed in registers (no element data in memory,
+//        no atomics; every CSR value written once).
+// Entries whose target is NO_TARGET (an eliminated Dirichlet row or column) are dropped.
+// NONLIN: 1 linearise about the L-vector u (u and du at the points), 0 about zero.
+// AUX: 0 none; 1 nodal in the scalar space (aux[node]: value and gradient at the points);
+//      2 per cell (aux[cell]).
+// NEED_X: the physics reads the physical point.
+// CONST_G: the pulled-back blocks are the same at every point but for the weight (the
+//      physics reads neither x, u nor a nodal field, and the cells are affine), so they are
+//      computed once per cell without the weight (NPT = 1 "point") and the matrix is their
+//      contraction with the reference tables cS0[i][j] = sum_q w_q phi_i phi_j,
+//      cS1[l][i][j] = sum_q w_q phi_i dphi_j,l, cS2[k][i][j] = sum_q w_q dphi_i,k phi_j,
+//      cS3[k][l][i][j] = sum_q w_q dphi_i,k dphi_j,l (the tables of the present terms):
+//      NGQ products per entry instead of NGQ per point.
+// bad[0]: the lowest cell whose matrix has a non-finite entry; bad[1]: the lowest cell with
+// det J <= 0 (inverted or degenerate); 0xffffffff when none.
+// Needs (host-prepended): prelude, simplex.cuh, physics source (ff_g0..ff_g3), the tables
+// cTab[(q*NB + b)*(DIM+1)] = phi_b(x_q) then its DIM reference derivatives, cWq[NQ], with
+// NEED_X the reference points cXq[NQ*DIM], and with CONST_G the reference tables cS0..cS3
+// of the present terms.
+
+#ifndef CONST_G
+#define CONST_G 0
+#endif
+#if CONST_G
+#define NPT 1
+#else
+#define NPT NQ
+#endif
+#define N (NB * NC)
+#define NN (N * N)
+#define NO_TARGET 0xffffffffu
+#define OFF_G0 0
+#define OFF_G1 (OFF_G0 + HAS_G0 * NC * NC)
+#define OFF_G2 (OFF_G1 + HAS_G1 * NC * NC * DIM)
+#define OFF_G3 (OFF_G2 + HAS_G2 * NC * NC * DIM)
+#define NGQ (OFF_G3 + HAS_G3 * NC * NC * DIM * DIM)
+
+__device__ __forceinline__ u32 launch_cell(u32 k, u32 cell0, const u32* FF_RESTRICT cells) {
+    return cells ? cells[cell0 + k] : cell0 + k;
+}
+
+// The pulled-back, weighted blocks of point q of `cell` into G[NGQ]
+__device__ __forceinline__ void point_blocks(u32 cell, int q, const u32* FF_RESTRICT offsets,
+                                             const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec,
+                                             const real* FF_RESTRICT aux, u32* bad, real* G) {
+    real xv[(DIM + 1) * DIM];
+    cell_vertices(cell, offsets, coords, xv);
+    real g[DIM * DIM + 1];
+    geometry_from_vertices(xv, g);
+    const real det = g[DIM * DIM];
+    if (!(det > (real)0)) atomicMin(bad + 1, cell);
+#if CONST_G
+    (void)q;
+    const real w = det;
+#else
+    const real w = cWq[q] * det;
+#endif
+    real u[NC], du[NC * DIM];
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        u[c] = 0;
+#pragma unroll
+        for (int l = 0; l < DIM; l++) du[c * DIM + l] = 0;
+    }
+    real a[1] = {0};
+    real da[DIM];
+#pragma unroll
+    for (int l = 0; l < DIM; l++) da[l] = 0;
+#if NONLIN || AUX == 1
+    for (int b = 0; b < NB; b++) {
+        const real* t = cTab + (q * NB + b) * (DIM + 1);
+        real gp[DIM];
+#pragma unroll
+        for (int l = 0; l < DIM; l++) {
+            real s = 0;
+#pragma unroll
+            for (int k = 0; k < DIM; k++) s += t[1 + k] * g[k * DIM + l];
+            gp[l] = s;
+        }
+        const u32 node = offsets[(size_t)cell * NB + b];
+#if NONLIN
+#pragma unroll
+        for (int c = 0; c < NC; c++) {
+            const real ub = uvec[(size_t)node * NC + c];
+            u[c] += t[0] * ub;
+#pragma unroll
+            for (int l = 0; l < DIM; l++) du[c * DIM + l] += gp[l] * ub;
+        }
+#endif
+#if AUX == 1
+        const real ab = aux[node];
+        a[0] += t[0] * ab;
+#pragma unroll
+        for (int l = 0; l < DIM; l++) da[l] += gp[l] * ab;
+#endif
+    }
+#endif
+#if AUX == 2
+    a[0] = aux[cell];
+#endif
+    (void)uvec;
+    (void)aux;
+#if NEED_X
+    real x[DIM];
+    affine_point(cXq + q * DIM, xv, x);
+#else
+    const real x[3] = {0, 0, 0};
+#endif
+#if HAS_G0
+    {
+        real g0[NC * NC];
+        ff_g0(x, u, du, a, da, g0);
+#pragma unroll
+        for (int b = 0; b < NC * NC; b++) G[OFF_G0 + b] = w * g0[b];
+    }
+#endif
+#if HAS_G1
+    {
+        real g1[NC * NC * DIM];
+        ff_g1(x, u, du, a, da, g1);
+#pragma unroll
+        for (int b = 0; b < NC * NC; b++)
+#pragma unroll
+            for (int k = 0; k < DIM; k++) {
+                real s = 0;
+#pragma unroll
+                for (int l = 0; l < DIM; l++) s += g1[b * DIM + l] * g[k * DIM + l];
+                G[OFF_G1 + b * DIM + k] = w * s;
+            }
+    }
+#endif
+#if HAS_G2
+    {
+        real g2[NC * NC * DIM];
+        ff_g2(x, u, du, a, da, g2);
+#pragma unroll
+        for (int b = 0; b < NC * NC; b++)
+#pragma unroll
+            for (int k = 0; k < DIM; k++) {
+                real s = 0;
+#pragma unroll
+                for (int l = 0; l < DIM; l++) s += g[k * DIM + l] * g2[b * DIM + l];
+                G[OFF_G2 + b * DIM + k] = w * s;
+            }
+    }
+#endif
+#if HAS_G3
+    {
+        real g3[NC * NC * DIM * DIM];
+        ff_g3(x, u, du, a, da, g3);
+#pragma unroll
+        for (int b = 0; b < NC * NC; b++) {
+            // T = g3 Jinv^T, then G3 = Jinv T
+            real t[DIM * DIM];
+#pragma unroll
+            for (int l = 0; l < DIM; l++)
+#pragma unroll
+                for (int k2 = 0; k2 < DIM; k2++) {
+                    real s = 0;
+#pragma unroll
+                    for (int l2 = 0; l2 < DIM; l2++) s += g3[(b * DIM + l) * DIM + l2] * g[k2 * DIM + l2];
+                    t[l * DIM + k2] = s;
+                }
+#pragma unroll
+            for (int k = 0; k < DIM; k++)
+#pragma unroll
+                for (int k2 = 0; k2 < DIM; k2++) {
+                    real s = 0;
+#pragma unroll
+                    for (int l = 0; l < DIM; l++) s += g[k * DIM + l] * t[l * DIM + k2];
+                    G[OFF_G3 + (b * DIM + k) * DIM + k2] = w * s;
+                }
+        }
+    }
+#endif
+}
+
+// Entry (r, s) of the element matrix whose pulled-back blocks are G[NPT][NGQ]
+__device__ __forceinline__ real matrix_entry(int r, int s, const real* G) {
+    const int ci = r / NB, i = r - ci * NB;
+    const int cj = s / NB, j = s - cj * NB;
+    const int b = ci * NC + cj;
+    real acc = 0;
+#if CONST_G
+    const int ij = i * NB + j;
+    (void)b; (void)ij;
+#if HAS_G0
+    acc += G[OFF_G0 + b] * cS0[ij];
+#endif
+#if HAS_G1
+#pragma unroll
+    for (int l = 0; l < DIM; l++) acc += G[OFF_G1 + b * DIM + l] * cS1[l * NB * NB + ij];
+#endif
+#if HAS_G2
+#pragma unroll
+    for (int k = 0; k < DIM; k++) acc += G[OFF_G2 + b * DIM + k] * cS2[k * NB * NB + ij];
+#endif
+#if HAS_G3
+#pragma unroll
+    for (int kl = 0; kl < DIM * DIM; kl++) acc += G[OFF_G3 + b * DIM * DIM + kl] * cS3[kl * NB * NB + ij];
+#endif
+#else
+    for (int q = 0; q < NQ; q++) {
+        const real* ti = cTab + (q * NB + i) * (DIM + 1);
+        const real* tj = cTab + (q * NB + j) * (DIM + 1);
+        const real* Gq = G + q * NGQ;
+        (void)Gq; (void)ti; (void)tj; (void)b;
+#if HAS_G0
+        acc += ti[0] * Gq[OFF_G0 + b] * tj[0];
+#endif
+#if HAS_G1
+#pragma unroll
+        for (int l = 0; l < DIM; l++) acc += ti[0] * Gq[OFF_G1 + b * DIM + l] * tj[1 + l];
+#endif
+#if HAS_G2
+#pragma unroll
+        for (int k = 0; k < DIM; k++) acc += ti[1 + k] * Gq[OFF_G2 + b * DIM + k] * tj[0];
+#endif
+#if HAS_G3
+#pragma unroll
+        for (int k = 0; k < DIM; k++) {
+            real s2 = 0;
+#pragma unroll
+            for (int l = 0; l < DIM; l++) s2 += Gq[OFF_G3 + (b * DIM + k) * DIM + l] * tj[1 + l];
+            acc += ti[1 + k] * s2;
+        }
+#endif
+    }
+#endif
+    return acc;
+}
+
+#if OUT != 3
+// ncells cells of this launch: cells[cell0 + k] (or cell0 + k when cells is null)
+extern "C" __global__ void __launch_bounds__(NT)
+element_matrices(u32 ncells, u32 cell0, const u32* FF_RESTRICT cells, const u32* FF_RESTRICT offsets,
+                 const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
+                 const u32* FF_RESTRICT targets, real* out, u32* bad) {
+    extern __shared__ unsigned char smem_raw[];
+    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][NPT][NGQ]
+    for (u32 first = blockIdx.x * NCB; first < ncells; first += gridDim.x * NCB) {
+        const u32 here = min((u32)NCB, ncells - first);
+        for (u32 t = threadIdx.x; t < here * NPT; t += NT) {
+            const u32 lc = t / NPT, q = t - lc * NPT;
+            const u32 cell = launch_cell(first + lc, cell0, cells);
+            point_blocks(cell, q, offsets, coords, uvec, aux, bad, sG + (lc * NPT + q) * NGQ);
+        }
+        __syncthreads();
+        for (u32 t = threadIdx.x; t < here * NN; t += NT) {
+            const u32 lc = t / NN, e = t - lc * NN;
+            const u32 r = e / N, s = e - r * N;
+            const u32 cell = launch_cell(first + lc, cell0, cells);
+            const real v = matrix_entry(r, s, sG + lc * NPT * NGQ);
+            if (!isfinite(v)) atomicMin(bad, cell);
+#if OUT == 0
+            (void)targets;
+            out[(size_t)cell * STRIDE + e] = v;
+#else
+            const u32 k = targets[(size_t)cell * NN + e];
+            if (k != NO_TARGET) {
+#if OUT == 1
+                atomicAdd(out + k, v);
+#else
+                out[k] += v;
+#endif
+            }
+#endif
+        }
+        __syncthreads();
+    }
+}
+
+#else
+// Matrix row `row` (full dof rowdof[row], or `row` when rowdof is null) of node m =
+// dof / NC, component ci = dof % NC: for every element position pos = e * NB + i of the
+// node (node_ptr/node_pos, the restriction's transpose), row ci * NB + i of element e's
+// matrix, added at the in-row positions targets[e][ci * NB + i][*] - row_ptr[row].
+extern "C" __global__ void __launch_bounds__(NT)
+row_matrices(u32 nrows, const u32* FF_RESTRICT rowdof, const unsigned long long* FF_RESTRICT row_ptr,
+             const u32* FF_RESTRICT node_ptr, const u32* FF_RESTRICT node_pos, const u32* FF_RESTRICT offsets,
+             const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
+             const u32* FF_RESTRICT targets, real* FF_RESTRICT values, u32* bad) {
+    for (u32 row = blockIdx.x * NT + threadIdx.x; row < nrows; row += gridDim.x * NT) {
+        const u32 dof = rowdof ? rowdof[row] : row;
+        const u32 m = dof / NC, ci = dof - m * NC;
+        const unsigned long long a = row_ptr[row];
+        const u32 len = (u32)(row_ptr[row + 1] - a);
+        real acc[MAXROW];
+        for (u32 t = 0; t < len; t++) acc[t] = 0;
+        const u32 z = node_ptr[m + 1];
+        for (u32 p = node_ptr[m]; p < z; p++) {
+            const u32 pos = node_pos[p];
+            const u32 e = pos / NB, r = ci * NB + (pos - e * NB);
+            real G[NPT * NGQ];
+            for (int q = 0; q < NPT; q++) point_blocks(e, q, offsets, coords, uvec, aux, bad, G + q * NGQ);
+            const u32* tg = targets + ((size_t)e * N + r) * N;
+            for (u32 s = 0; s < N; s++) {
+                const u32 k = tg[s];
+                const real v = matrix_entry(r, s, G);
+                if (!isfinite(v)) atomicMin(bad, e);
+                if (k != NO_TARGET) acc[k - a] += v;
+            }
+        }
+        for (u32 t = 0; t < len; t++) values[a + t] = acc[t];
+    }
+}
+#endif
+
+// One thread per nonzero k: the sum of its element entries data[src[ptr[k]..ptr[k+1]]]
+extern "C" __global__ void __launch_bounds__(256)
+gather_nonzeros(u32 nnz, const u32* FF_RESTRICT ptr, const u32* FF_RESTRICT src,
+                const real* FF_RESTRICT data, real* FF_RESTRICT values) {
+    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < nnz; k += gridDim.x * blockDim.x) {
+        real acc = 0;
+        const u32 z = ptr[k + 1];
+        for (u32 p = ptr[k]; p < z; p++) acc += data[src[p]];
+        values[k] = acc;
+    }
+}

@@ -1,0 +1,115 @@
+//! The assembly configurations the GPU tests and the CI compile check share.
+
+use super::kernel::{assembly_kernel, AssemblyKernel, AuxKind, Output};
+use super::GpuStrategy;
+use crate::residual::case_physics;
+use crate::GpuError;
+use ferrofem_base::CellType;
+use ferrofem_fe::{LagrangeElement, QuadratureRule};
+
+/// One tested assembly: a physics of [`case_physics`] on simplices of one order.
+#[derive(Clone, Debug)]
+pub struct AssemblyCase {
+    /// Physics name for [`case_physics`].
+    pub physics: &'static str,
+    /// Dimension (triangles or tetrahedra).
+    pub dim: usize,
+    /// Polynomial order.
+    pub order: usize,
+    /// Single precision.
+    pub f32: bool,
+    /// The strategy.
+    pub strategy: GpuStrategy,
+    /// Dirichlet dofs on the whole boundary eliminated.
+    pub eliminate: bool,
+}
+
+impl AssemblyCase {
+    /// The quadrature rule of the CPU form operator's default (degree `2p`).
+    pub fn rule(&self) -> Result<QuadratureRule, GpuError> {
+        QuadratureRule::for_degree(self.cell_type(), 2 * self.order)
+            .map_err(|e| GpuError::Unsupported(e.to_string()))
+    }
+
+    /// Triangles or tetrahedra.
+    pub fn cell_type(&self) -> CellType {
+        if self.dim == 2 {
+            CellType::Triangle
+        } else {
+            CellType::Tetrahedron
+        }
+    }
+
+    /// The kernel specialisation (for the compile check).
+    pub fn kernel(&self) -> Result<AssemblyKernel, GpuError> {
+        let (_, cuda, aux) = case_physics(self.physics, self.dim)?;
+        let el = LagrangeElement::new(self.cell_type(), self.order)
+            .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+        let n = el.num_nodes() * cuda.ncomp;
+        let aux = match aux {
+            0 => AuxKind::None,
+            1 => AuxKind::Nodal,
+            _ => AuxKind::Cellwise,
+        };
+        let out = match self.strategy {
+            GpuStrategy::Atomic => Output::Atomic,
+            GpuStrategy::ElemColor => Output::Colored,
+            GpuStrategy::GlobalNz => Output::ElementData,
+            // a typical longest row: the compile check does not depend on it
+            GpuStrategy::LocalRow => Output::Rows { max_row: 64 },
+        };
+        let nonlinear = self.physics == "nonlinear";
+        let rule = self.rule()?;
+        if self.f32 {
+            assembly_kernel::<f32>(&cuda, &el, &rule, aux, nonlinear, out, n * n + n)
+        } else {
+            assembly_kernel::<f64>(&cuda, &el, &rule, aux, nonlinear, out, n * n + n)
+        }
+    }
+}
+
+/// Every configuration the GPU assembly tests use: each physics with each strategy at
+/// order 2, every order (P1–P5 triangles, P1–P4 tetrahedra) for Poisson and elasticity,
+/// single precision, and Dirichlet elimination.
+pub fn tested_cases() -> Vec<AssemblyCase> {
+    const PHYSICS: [&str; 7] = [
+        "poisson",
+        "poisson-varcoef",
+        "poisson-varcoef-p0",
+        "elasticity",
+        "mass",
+        "screened-poisson",
+        "nonlinear",
+    ];
+    let case = |physics, dim, order, f32, strategy, eliminate| AssemblyCase {
+        physics,
+        dim,
+        order,
+        f32,
+        strategy,
+        eliminate,
+    };
+    let mut v = Vec::new();
+    for dim in [2, 3] {
+        for physics in PHYSICS {
+            for s in GpuStrategy::ALL {
+                v.push(case(physics, dim, 2, false, s, false));
+            }
+        }
+        let top = if dim == 2 { 5 } else { 4 };
+        for order in (1..=top).filter(|&p| p != 2) {
+            for physics in ["poisson", "elasticity"] {
+                for s in GpuStrategy::ALL {
+                    v.push(case(physics, dim, order, false, s, false));
+                }
+            }
+        }
+        for physics in ["poisson", "elasticity", "nonlinear"] {
+            for s in GpuStrategy::ALL {
+                v.push(case(physics, dim, 1, true, s, false));
+                v.push(case(physics, dim, 2, false, s, true));
+            }
+        }
+    }
+    v
+}
