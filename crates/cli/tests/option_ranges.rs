@@ -329,7 +329,7 @@ fn assembly_strategies_belong_to_their_backend() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     // with a GPU: the CPU strategy is refused; without: the missing GPU is explained
     assert!(
-        err.contains("CPU strategy: give atomic, elem-color, global-nz or local-row")
+        err.contains("CPU strategy: give atomic, elem-color, global-nz, shared-nz or local-row")
             || err.to_lowercase().contains("cuda")
             || err.to_lowercase().contains("gpu"),
         "{err}"

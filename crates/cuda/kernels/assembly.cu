@@ -21,7 +21,12 @@
 //      3 one thread per matrix row (kernel `row_matrices`): the row's entries accumulated
 //        in the thread's own array (MAXROW entries) from the rows of the element matrices
 //        of the node's elements, each recomputed in registers (no element data in memory,
-//        no atomics; every CSR value written once).
+//        no atomics; every CSR value written once);
+//      4 SharedNZ (kernel `shared_nz`): a block takes a compact set of rows (consecutive
+//        along a space-filling curve), computes every element adjacent to them (at most
+//        EMAX) into shared memory, then one thread per nonzero of the rows sums its entries
+//        there through u16 lists and writes the nonzero once (no atomics; an element next
+//        to several sets is computed once for each).
 // Entries whose target is NO_TARGET (an eliminated Dirichlet row or column) are dropped.
 // NONLIN: 1 linearise about the L-vector u (u and du at the points), 0 about zero.
 // AUX: 0 none; 1 nodal in the scalar space (aux[node]: value and gradient at the points);
@@ -253,7 +258,46 @@ __device__ __forceinline__ real matrix_entry(int r, int s, const real* G) {
     return acc;
 }
 
-#if OUT != 3
+// The element matrices of cells[0..ncells) (or cell0 + k) into out: through the element ->
+// nonzero map (OUT 1, 2), as element data (OUT 0) or, for SharedNZ, into shared memory at
+// [k][NN] (OUT 4). sG: the block's shared point blocks [NCB][NPT][NGQ].
+__device__ __forceinline__ void element_batch(u32 first, u32 here, u32 cell0, const u32* FF_RESTRICT cells,
+                                              const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords,
+                                              const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
+                                              const u32* FF_RESTRICT targets, real* out, u32* bad, real* sG) {
+    for (u32 t = threadIdx.x; t < here * NPT; t += NT) {
+        const u32 lc = t / NPT, q = t - lc * NPT;
+        const u32 cell = launch_cell(first + lc, cell0, cells);
+        point_blocks(cell, q, offsets, coords, uvec, aux, bad, sG + (lc * NPT + q) * NGQ);
+    }
+    __syncthreads();
+    for (u32 t = threadIdx.x; t < here * NN; t += NT) {
+        const u32 lc = t / NN, e = t - lc * NN;
+        const u32 r = e / N, s = e - r * N;
+        const u32 cell = launch_cell(first + lc, cell0, cells);
+        const real v = matrix_entry(r, s, sG + lc * NPT * NGQ);
+        if (!isfinite(v)) atomicMin(bad, cell);
+#if OUT == 0
+        (void)targets;
+        out[(size_t)cell * STRIDE + e] = v;
+#elif OUT == 4
+        (void)targets;
+        out[(size_t)(first + lc) * NN + e] = v;
+#else
+        const u32 k = targets[(size_t)cell * NN + e];
+        if (k != NO_TARGET) {
+#if OUT == 1
+            atomicAdd(out + k, v);
+#else
+            out[k] += v;
+#endif
+        }
+#endif
+    }
+    __syncthreads();
+}
+
+#if OUT <= 2
 // ncells cells of this launch: cells[cell0 + k] (or cell0 + k when cells is null)
 extern "C" __global__ void __launch_bounds__(NT)
 element_matrices(u32 ncells, u32 cell0, const u32* FF_RESTRICT cells, const u32* FF_RESTRICT offsets,
@@ -263,37 +307,11 @@ element_matrices(u32 ncells, u32 cell0, const u32* FF_RESTRICT cells, const u32*
     real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][NPT][NGQ]
     for (u32 first = blockIdx.x * NCB; first < ncells; first += gridDim.x * NCB) {
         const u32 here = min((u32)NCB, ncells - first);
-        for (u32 t = threadIdx.x; t < here * NPT; t += NT) {
-            const u32 lc = t / NPT, q = t - lc * NPT;
-            const u32 cell = launch_cell(first + lc, cell0, cells);
-            point_blocks(cell, q, offsets, coords, uvec, aux, bad, sG + (lc * NPT + q) * NGQ);
-        }
-        __syncthreads();
-        for (u32 t = threadIdx.x; t < here * NN; t += NT) {
-            const u32 lc = t / NN, e = t - lc * NN;
-            const u32 r = e / N, s = e - r * N;
-            const u32 cell = launch_cell(first + lc, cell0, cells);
-            const real v = matrix_entry(r, s, sG + lc * NPT * NGQ);
-            if (!isfinite(v)) atomicMin(bad, cell);
-#if OUT == 0
-            (void)targets;
-            out[(size_t)cell * STRIDE + e] = v;
-#else
-            const u32 k = targets[(size_t)cell * NN + e];
-            if (k != NO_TARGET) {
-#if OUT == 1
-                atomicAdd(out + k, v);
-#else
-                out[k] += v;
-#endif
-            }
-#endif
-        }
-        __syncthreads();
+        element_batch(first, here, cell0, cells, offsets, coords, uvec, aux, targets, out, bad, sG);
     }
 }
 
-#else
+#elif OUT == 3
 // Matrix row `row` (full dof rowdof[row], or `row` when rowdof is null) of node m =
 // dof / NC, component ci = dof % NC: for every element position pos = e * NB + i of the
 // node (node_ptr/node_pos, the restriction's transpose), row ci * NB + i of element e's
@@ -325,6 +343,36 @@ row_matrices(u32 nrows, const u32* FF_RESTRICT rowdof, const unsigned long long*
             }
         }
         for (u32 t = 0; t < len; t++) values[a + t] = acc[t];
+    }
+}
+#else
+// SharedNZ: block b's elements elems[eptr[b]..eptr[b+1]) (at most EMAX) computed into
+// shared memory, then each of its nonzeros k = nzs[zptr[b]..zptr[b+1]) sums the shared
+// entries lists[ptr[k]..ptr[k+1]] (local element * NN + entry) and is written once.
+extern "C" __global__ void __launch_bounds__(NT)
+shared_nz(u32 nblocks, const u32* FF_RESTRICT zptr, const u32* FF_RESTRICT nzs,
+          const u32* FF_RESTRICT eptr, const u32* FF_RESTRICT elems, const u32* FF_RESTRICT ptr,
+          const unsigned short* FF_RESTRICT lists, const u32* FF_RESTRICT offsets,
+          const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
+          real* FF_RESTRICT values, u32* bad) {
+    extern __shared__ unsigned char smem_raw[];
+    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][NPT][NGQ]
+    real* sK = sG + NCB * NPT * NGQ;               // [EMAX][NN]
+    for (u32 b = blockIdx.x; b < nblocks; b += gridDim.x) {
+        const u32 e0 = eptr[b], ne = eptr[b + 1] - e0;
+        for (u32 first = 0; first < ne; first += NCB) {
+            const u32 here = min((u32)NCB, ne - first);
+            element_batch(first, here, 0, elems + e0, offsets, coords, uvec, aux, nullptr, sK, bad, sG);
+        }
+        const u32 z1 = zptr[b + 1];
+        for (u32 t = zptr[b] + threadIdx.x; t < z1; t += NT) {
+            const u32 k = nzs[t];
+            real acc = 0;
+            const u32 pz = ptr[k + 1];
+            for (u32 p = ptr[k]; p < pz; p++) acc += sK[lists[p]];
+            values[k] = acc;
+        }
+        __syncthreads();
     }
 }
 #endif

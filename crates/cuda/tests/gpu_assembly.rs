@@ -173,16 +173,34 @@ fn gpu_assembly_equals_the_cpu_entry_by_entry() {
     });
     let meshes = [generated(2), generated(3)];
     let mut failures = Vec::new();
+    let (mut shared, mut shared_skipped) = (0, 0);
     for c in &cases {
-        let (worst, nnz) =
-            compare(&dev, c, &meshes[c.dim - 2]).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+        let (worst, nnz) = match compare(&dev, c, &meshes[c.dim - 2]) {
+            // SharedNZ needs one row's element matrices in shared memory (the paper's
+            // limit at high order)
+            Err(GpuError::Unsupported(m)) if c.strategy == GpuStrategy::SharedNz => {
+                eprintln!("{c:?}: {m}");
+                shared_skipped += 1;
+                continue;
+            }
+            r => r.unwrap_or_else(|e| panic!("{c:?}: {e}")),
+        };
+        shared += usize::from(c.strategy == GpuStrategy::SharedNz);
         assert!(nnz > 0, "{c:?}: empty matrix");
         if worst > tolerance(c) {
             failures.push(format!("{c:?}: worst row-relative difference {worst:.3e}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    eprintln!("{} GPU assemblies equal the CPU's", cases.len());
+    // every low-order SharedNZ case ran (P1 and P2 fit on any mesh)
+    assert!(
+        shared >= 20,
+        "only {shared} SharedNZ cases ran ({shared_skipped} too large)"
+    );
+    eprintln!(
+        "{} GPU assemblies equal the CPU's ({shared_skipped} SharedNZ cases too large for shared memory)",
+        cases.len() - shared_skipped
+    );
 }
 
 /// On a Gmsh tetrahedral mesh, with and without elimination, every strategy, both

@@ -65,6 +65,8 @@ pub enum StrategyArg {
     ElemColor,
     /// GPU: element matrices in global memory, one thread per nonzero gathers (GlobalNZ).
     GlobalNz,
+    /// GPU: compact row sets, their elements' matrices in shared memory (SharedNZ).
+    SharedNz,
     /// GPU: one thread per row recomputes the element rows it sums (LocalNZ by row).
     LocalRow,
 }
@@ -87,7 +89,7 @@ pub struct AssemblyArgs {
     #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(1, ranges::MAX_ORDER))]
     pub(super) order: usize,
     /// Strategy (or all of the backend's): serial, colored, by-row, by-nonzero on the CPU;
-    /// atomic, elem-color, global-nz, local-row on the GPU.
+    /// atomic, elem-color, global-nz, shared-nz, local-row on the GPU.
     #[arg(long, value_enum, default_value_t = StrategyArg::All)]
     pub(super) strategy: StrategyArg,
     /// Where to assemble: the CPU, or the GPU (auto: the GPU when one is usable).
@@ -223,6 +225,7 @@ fn strategies(s: StrategyArg) -> Result<Vec<Strategy>, CliError> {
         StrategyArg::Atomic
         | StrategyArg::ElemColor
         | StrategyArg::GlobalNz
+        | StrategyArg::SharedNz
         | StrategyArg::LocalRow => {
             return Err(usage(format!(
                 "--strategy {s:?} is a GPU strategy: give --backend cuda"

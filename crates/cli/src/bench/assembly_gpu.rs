@@ -1,5 +1,5 @@
 //! `ferrofem bench assembly --backend cuda`: global CSR assembly on the GPU with each
-//! strategy of [`GpuAssembly`] (atomic, ElemColor, GlobalNZ, local rows), into the pattern of a host
+//! strategy of [`GpuAssembly`] (atomic, ElemColor, GlobalNZ, SharedNZ, local rows), into the pattern of a host
 //! [`AssemblyPlan`] built once (timed apart, like the upload of each strategy's maps).
 //! Each strategy reassembles into its device values (median of CUDA-event-timed
 //! assemblies after warm-up, the element checks included); by nonzero also reports its
@@ -33,10 +33,11 @@ fn strategies(s: StrategyArg) -> Result<Vec<GpuStrategy>, CliError> {
         StrategyArg::Atomic => vec![GpuStrategy::Atomic],
         StrategyArg::ElemColor => vec![GpuStrategy::ElemColor],
         StrategyArg::GlobalNz => vec![GpuStrategy::GlobalNz],
+        StrategyArg::SharedNz => vec![GpuStrategy::SharedNz],
         StrategyArg::LocalRow => vec![GpuStrategy::LocalRow],
         other => {
             return Err(usage(format!(
-                "--strategy {other:?} is a CPU strategy: give atomic, elem-color, global-nz or local-row with --backend cuda"
+                "--strategy {other:?} is a CPU strategy: give atomic, elem-color, global-nz, shared-nz or local-row with --backend cuda"
             )))
         }
     })

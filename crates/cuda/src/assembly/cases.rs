@@ -1,6 +1,6 @@
 //! The assembly configurations the GPU tests and the CI compile check share.
 
-use super::kernel::{assembly_kernel, AssemblyKernel, AuxKind, Output};
+use super::kernel::{assembly_kernel, AssemblyKernel, AuxKind, Output, SHARED_LIMIT};
 use super::GpuStrategy;
 use crate::residual::case_physics;
 use crate::GpuError;
@@ -57,6 +57,10 @@ impl AssemblyCase {
             GpuStrategy::GlobalNz => Output::ElementData,
             // a typical longest row: the compile check does not depend on it
             GpuStrategy::LocalRow => Output::Rows { max_row: 64 },
+            // a typical block, as far as it fits: the compile check does not depend on it
+            GpuStrategy::SharedNz => Output::SharedNz {
+                emax: (SHARED_LIMIT / 2 / (n * n * if self.f32 { 4 } else { 8 })).clamp(1, 16),
+            },
         };
         let nonlinear = self.physics == "nonlinear";
         let rule = self.rule()?;

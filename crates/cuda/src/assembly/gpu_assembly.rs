@@ -1,7 +1,11 @@
 //! [`GpuAssembly`]: the device copy of an [`AssemblyPlan`]'s index maps and the CSR values
 //! assembled into, re-assembled in place for every linearisation.
 
-use super::kernel::{assembly_kernel, AssemblyKernel, AuxKind, Output, THREADS};
+use super::kernel::{
+    assembly_kernel, AssemblyKernel, AuxKind, Output, SHARED_NZ_BYTES, SHARED_NZ_POINT_BYTES,
+    THREADS,
+};
+use super::shared_nz::partition;
 use super::GpuStrategy;
 use crate::residual::Aux;
 use crate::{DeviceVec, GpuDevice, GpuError, GpuReal, GpuTimer};
@@ -35,6 +39,16 @@ enum Maps<T: GpuReal> {
         node_ptr: DeviceVec<u32>,
         node_pos: DeviceVec<u32>,
         targets: DeviceVec<u32>,
+    },
+    /// SharedNZ: the nonzeros and elements of every block, the nonzero → element-entries
+    /// offsets and each entry's place in its block's shared buffer.
+    Shared {
+        zptr: DeviceVec<u32>,
+        nzs: DeviceVec<u32>,
+        eptr: DeviceVec<u32>,
+        elems: DeviceVec<u32>,
+        ptr: DeviceVec<u32>,
+        lists: DeviceVec<u16>,
     },
     /// The nonzero → element-entries map and the element-data buffer it reads.
     Gather {
@@ -124,10 +138,40 @@ impl<T: GpuReal> GpuAssembly<T> {
         let n = plan.element_matrix_size();
         let stride = n * n + n;
         let row_ptr = plan.pattern().row_ptr();
+        let shared = match strategy {
+            GpuStrategy::SharedNz => {
+                // the target, raised to the elements of the busiest node (a row must fit),
+                // within the most a block can hold beside its point blocks
+                let per_element = n * n * T::BYTES;
+                let t = plan.transpose();
+                let busiest = t
+                    .node_offsets
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]) as usize)
+                    .max()
+                    .unwrap_or(0);
+                let most = (dev
+                    .max_shared_per_block()
+                    .saturating_sub(SHARED_NZ_POINT_BYTES)
+                    / per_element)
+                    .min((u16::MAX as usize + 1) / (n * n));
+                let cap = (SHARED_NZ_BYTES / per_element).max(busiest).min(most);
+                Some(partition(
+                    plan,
+                    space.node_coords(),
+                    space.element().dim(),
+                    cap,
+                )?)
+            }
+            _ => None,
+        };
         let out = match strategy {
             GpuStrategy::Atomic => Output::Atomic,
             GpuStrategy::ElemColor => Output::Colored,
             GpuStrategy::GlobalNz => Output::ElementData,
+            GpuStrategy::SharedNz => Output::SharedNz {
+                emax: shared.as_ref().map_or(1, |p| p.emax),
+            },
             GpuStrategy::LocalRow => Output::Rows {
                 max_row: row_ptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0),
             },
@@ -143,6 +187,7 @@ impl<T: GpuReal> GpuAssembly<T> {
         )?;
         let entry = match out {
             Output::Rows { .. } => "row_matrices",
+            Output::SharedNz { .. } => "shared_nz",
             _ => "element_matrices",
         };
         let f = dev.function(&k.spec, entry)?;
@@ -177,6 +222,20 @@ impl<T: GpuReal> GpuAssembly<T> {
                     targets: DeviceVec::from_host(dev, plan.targets(), "element -> nonzero map")?,
                     cells: DeviceVec::from_host(dev, &cells, "elements by colour")?,
                     colors,
+                }
+            }
+            GpuStrategy::SharedNz => {
+                let p = shared.expect("built above for SharedNZ");
+                let (ptr, _) = plan
+                    .nonzero_sources()
+                    .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+                Maps::Shared {
+                    zptr: DeviceVec::from_host(dev, &p.zptr, "SharedNZ nonzero offsets")?,
+                    nzs: DeviceVec::from_host(dev, &p.nzs, "SharedNZ nonzeros")?,
+                    eptr: DeviceVec::from_host(dev, &p.eptr, "SharedNZ element offsets")?,
+                    elems: DeviceVec::from_host(dev, &p.elems, "SharedNZ elements")?,
+                    ptr: DeviceVec::from_host(dev, ptr, "nonzero -> element-entries offsets")?,
+                    lists: DeviceVec::from_host(dev, &p.lists, "SharedNZ shared positions")?,
                 }
             }
             GpuStrategy::LocalRow => {
@@ -347,6 +406,16 @@ impl<T: GpuReal> GpuAssembly<T> {
                     bad,
                 )?;
             }
+            Maps::Shared {
+                zptr,
+                nzs,
+                eptr,
+                elems,
+                ptr,
+                lists,
+            } => {
+                launch.shared(zptr, nzs, eptr, elems, ptr, lists, values, bad)?;
+            }
             Maps::Gather {
                 ptr,
                 src,
@@ -412,6 +481,10 @@ impl<T: GpuReal> GpuAssembly<T> {
     /// - by row: the element → nonzero map, `4 n² E`, the node → element transpose,
     ///   `4 (m E + N)`, the row offsets (and the full dof of each row with elimination),
     ///   and the CSR values written once, `s nnz`;
+    /// - SharedNZ: the elements of every block (`4` each, and the connectivity again for
+    ///   elements computed by several blocks), the blocks' nonzeros and the
+    ///   nonzero → element-entries offsets (`4` each), the shared positions (`2` per
+    ///   entry), and the CSR values written once;
     /// - by nonzero: the element matrices written and read, `2 s n² E`, the
     ///   nonzero → element-entries map, `4` per entry plus `4 nnz` offsets, and the CSR
     ///   values written once, `s nnz`.
@@ -441,6 +514,21 @@ impl<T: GpuReal> GpuAssembly<T> {
                         + 4.0 * (m as f64 * e + nodes as f64)
                         + 8.0 * rows
                         + rowdof
+                        + s * nnz
+                }
+                Maps::Shared {
+                    nzs,
+                    elems,
+                    ptr,
+                    lists,
+                    ..
+                } => {
+                    // the elements of every block (connectivity again for repeated ones)
+                    let computed = elems.len() as f64;
+                    4.0 * m as f64 * (computed - e)
+                        + 4.0 * computed
+                        + 4.0 * (nzs.len() + ptr.len()) as f64
+                        + 2.0 * lists.len() as f64
                         + s * nnz
                 }
                 Maps::Gather { src, .. } => {
@@ -522,6 +610,54 @@ struct ElementLaunch<'a, T: GpuReal> {
 }
 
 impl<T: GpuReal> ElementLaunch<'_, T> {
+    /// Launches the SharedNZ kernel over its blocks.
+    #[allow(clippy::too_many_arguments)]
+    fn shared(
+        &self,
+        zptr: &DeviceVec<u32>,
+        nzs: &DeviceVec<u32>,
+        eptr: &DeviceVec<u32>,
+        elems: &DeviceVec<u32>,
+        ptr: &DeviceVec<u32>,
+        lists: &DeviceVec<u16>,
+        values: &mut DeviceVec<T>,
+        bad: &mut DeviceVec<u32>,
+    ) -> Result<(), GpuError> {
+        let nblocks = (eptr.len() - 1) as u32;
+        if nblocks == 0 {
+            return Ok(());
+        }
+        let (f, k) = self.kernel;
+        let cfg = LaunchConfig {
+            grid_dim: (nblocks.min(self.dev.sm_count() as u32 * 64), 1, 1),
+            block_dim: (THREADS as u32, 1, 1),
+            shared_mem_bytes: k.shared_bytes as u32,
+        };
+        let stream = self.dev.stream();
+        let mut b = stream.launch_builder(f);
+        b.arg(&nblocks)
+            .arg(zptr.slice())
+            .arg(nzs.slice())
+            .arg(eptr.slice())
+            .arg(elems.slice())
+            .arg(ptr.slice())
+            .arg(lists.slice())
+            .arg(self.offsets.slice())
+            .arg(self.coords.slice())
+            .arg(self.u.slice())
+            .arg(self.aux.slice())
+            .arg(values.slice_mut())
+            .arg(bad.slice_mut());
+        // SAFETY: argument list of `shared_nz` in kernels/assembly.cu: every block's
+        // elements (at most EMAX, the specialisation's) and nonzeros, the plan's
+        // nonzero -> element-entries offsets and positions below EMAX * n^2.
+        unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
+            kernel: k.spec.name.clone(),
+            source: e,
+        })?;
+        Ok(())
+    }
+
     /// Launches the row kernel over `nrows` rows.
     #[allow(clippy::too_many_arguments)]
     fn rows(

@@ -18,6 +18,17 @@ pub const SHARED_LIMIT: usize = 227 * 1024;
 /// multiprocessor (one element may need more, up to [`SHARED_LIMIT`]).
 const SHARED_TARGET: usize = 48 * 1024;
 
+/// Cells whose point blocks SharedNZ computes at a time (the rest of its shared memory holds
+/// element matrices).
+const SHARED_NZ_BATCH: usize = 64;
+
+/// Shared memory a SharedNZ block aims at for its element matrices (three or four blocks
+/// share a multiprocessor; 28 and 112 KiB were slower at P1 and P2 tetrahedra).
+pub const SHARED_NZ_BYTES: usize = 56 * 1024;
+
+/// The most shared memory SharedNZ's point blocks take beside the element matrices.
+pub const SHARED_NZ_POINT_BYTES: usize = 24 * 1024;
+
 /// Where the element-matrix kernel writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Output {
@@ -27,6 +38,11 @@ pub enum Output {
     Atomic,
     /// Plain additions into the CSR values, over the cells of one colour.
     Colored,
+    /// SharedNZ: at most `emax` element matrices per block in shared memory.
+    SharedNz {
+        /// The most elements of one block.
+        emax: usize,
+    },
     /// One thread per matrix row (rows of at most `max_row` entries).
     Rows {
         /// The longest row of the pattern.
@@ -48,8 +64,8 @@ pub enum AuxKind {
 /// A specialisation of the element-matrix kernel and its launch shape.
 #[derive(Clone, Debug)]
 pub struct AssemblyKernel {
-    /// The NVRTC specialisation (entries `element_matrices` or `row_matrices`, and
-    /// `gather_nonzeros`).
+    /// The NVRTC specialisation (entries `element_matrices`, `row_matrices` or `shared_nz`,
+    /// and `gather_nonzeros`).
     pub spec: KernelSpec,
     /// Cells a block takes at a time.
     pub cells_per_block: usize,
@@ -118,6 +134,24 @@ pub fn assembly_kernel<T: GpuReal>(
         .clamp(1, THREADS)
         .min(SHARED_TARGET / cell_bytes)
         .max(1);
+    // SharedNZ keeps its shared memory for the element matrices
+    let cells_per_block = match out {
+        Output::SharedNz { .. } => cells_per_block
+            .min(SHARED_NZ_BATCH)
+            .min(SHARED_NZ_POINT_BYTES / cell_bytes)
+            .max(1),
+        _ => cells_per_block,
+    };
+    let element_bytes = match out {
+        Output::SharedNz { emax } => emax * n * n * T::BYTES,
+        _ => 0,
+    };
+    if cells_per_block * cell_bytes + element_bytes > SHARED_LIMIT {
+        return Err(GpuError::Unsupported(format!(
+            "{} bytes of shared memory per block",
+            cells_per_block * cell_bytes + element_bytes
+        )));
+    }
     let tab = element
         .tabulate(&rule.points)
         .map_err(|e| GpuError::Unsupported(e.to_string()))?;
@@ -189,6 +223,14 @@ pub fn assembly_kernel<T: GpuReal>(
             Output::Atomic => 1,
             Output::Colored => 2,
             Output::Rows { .. } => 3,
+            Output::SharedNz { .. } => 4,
+        },
+    )
+    .define(
+        "EMAX",
+        match out {
+            Output::SharedNz { emax } => emax.max(1),
+            _ => 1,
         },
     )
     .define(
@@ -216,7 +258,7 @@ pub fn assembly_kernel<T: GpuReal>(
     Ok(AssemblyKernel {
         spec,
         cells_per_block,
-        shared_bytes: cells_per_block * cell_bytes,
+        shared_bytes: cells_per_block * cell_bytes + element_bytes,
     })
 }
 

@@ -6,6 +6,7 @@
 mod cases;
 mod gpu_assembly;
 mod kernel;
+mod shared_nz;
 mod strategy;
 
 pub use cases::{tested_cases, AssemblyCase};

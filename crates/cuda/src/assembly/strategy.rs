@@ -12,6 +12,12 @@ pub enum GpuStrategy {
     /// The paper's GlobalNZ: the element matrices are written to global memory, then one
     /// thread per nonzero sums its entries through the nonzero → element-entries map.
     GlobalNz,
+    /// The paper's SharedNZ: a block takes a compact set of rows (along a space-filling
+    /// curve), computes the matrices of the elements adjacent to them into shared memory,
+    /// and one thread per nonzero of the rows sums its entries there and writes it once: no
+    /// atomics, no element data in global memory (elements next to several sets are
+    /// computed once for each). Only when one row's elements fit in shared memory.
+    SharedNz,
     /// One thread per matrix row recomputes, in registers, the rows of the element matrices
     /// that add to it and writes the row once: no element data in memory and no atomics
     /// (the paper's LocalNZ, by row rather than by nonzero).
@@ -20,10 +26,11 @@ pub enum GpuStrategy {
 
 impl GpuStrategy {
     /// Every strategy.
-    pub const ALL: [GpuStrategy; 4] = [
+    pub const ALL: [GpuStrategy; 5] = [
         GpuStrategy::Atomic,
         GpuStrategy::ElemColor,
         GpuStrategy::GlobalNz,
+        GpuStrategy::SharedNz,
         GpuStrategy::LocalRow,
     ];
 
@@ -33,6 +40,7 @@ impl GpuStrategy {
             GpuStrategy::Atomic => "atomic",
             GpuStrategy::ElemColor => "elem-color",
             GpuStrategy::GlobalNz => "global-nz",
+            GpuStrategy::SharedNz => "shared-nz",
             GpuStrategy::LocalRow => "local-row",
         }
     }
@@ -45,6 +53,7 @@ impl GpuStrategy {
                 Some(GpuStrategy::ElemColor)
             }
             "global-nz" | "globalnz" => Some(GpuStrategy::GlobalNz),
+            "shared-nz" | "sharednz" => Some(GpuStrategy::SharedNz),
             "local-row" | "localrow" => Some(GpuStrategy::LocalRow),
             _ => None,
         }
