@@ -106,6 +106,7 @@ impl<T: Real> Physics<T> for Anisotropic {
             ncomp: 1,
             naux: 0,
             reads_x: false,
+            linear: Physics::<T>::is_linear(self),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

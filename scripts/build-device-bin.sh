@@ -17,7 +17,7 @@ for line in sys.stdin:
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
         name = m["target"]["name"]
-        if name in ("gpu", "gpu_wave", "gpu_assembly", "gpu_solve", "gpu_problem_files", "scaled_problems"):
+        if name in ("gpu", "gpu_wave", "gpu_assembly", "gpu_assemble", "gpu_solve", "gpu_problem_files", "scaled_problems"):
             shutil.copy(m["executable"], ".device-bin/tests/" + name)
             print("test binary:", name)
 '

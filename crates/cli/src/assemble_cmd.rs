@@ -4,7 +4,11 @@
 use crate::error::CliError;
 use crate::problem_args::{MeshInfo, ProblemArgs};
 use clap::Args;
-use ferrofem_driver::{assemble_problem, BcMode, Problem};
+use ferrofem_cuda::assembly::GpuStrategy;
+use ferrofem_driver::{
+    assemble_problem, assemble_problem_gpu, select, Backend, BackendArg, BcMode, PipelineError,
+    Problem,
+};
 use serde::Serialize;
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,9 +32,31 @@ pub struct AssembleArgs {
     /// Write the dof table (CSV: dof, node, component, x, y[, z][, reduced]).
     #[arg(long, value_name = "dofs.csv")]
     export_dofs: Option<PathBuf>,
+    /// Where to assemble: the CPU, or the GPU (auto: the GPU when one is usable; triangles
+    /// and tetrahedra without Robin conditions).
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
+    /// The GPU assembly strategy: auto (the fastest by the measured table), atomic,
+    /// elem-color, global-nz, shared-nz, block-sums or local-row.
+    #[arg(long, default_value = "auto", value_parser = gpu_strategy)]
+    strategy: StrategyChoice,
     /// Print one JSON object instead of the text summary.
     #[arg(long)]
     json: bool,
+}
+
+/// `--strategy`: a GPU strategy, or `None` for the measured table's.
+#[derive(Clone, Copy, Debug)]
+struct StrategyChoice(Option<GpuStrategy>);
+
+fn gpu_strategy(s: &str) -> Result<StrategyChoice, String> {
+    if s.trim().eq_ignore_ascii_case("auto") {
+        return Ok(StrategyChoice(None));
+    }
+    let names: Vec<&str> = GpuStrategy::ALL.iter().map(|s| s.name()).collect();
+    GpuStrategy::parse(s)
+        .map(|g| StrategyChoice(Some(g)))
+        .ok_or_else(|| format!("give auto, {}", names.join(", ")))
 }
 
 #[derive(Serialize)]
@@ -46,6 +72,7 @@ struct Timings {
 struct Record<'a> {
     problem: String,
     mesh: &'a MeshInfo,
+    backend: String,
     order: usize,
     precision: &'static str,
     bc: BcMode,
@@ -64,6 +91,12 @@ struct Record<'a> {
 /// Runs `ferrofem assemble`.
 pub fn run(a: AssembleArgs) -> Result<(), CliError> {
     let start = Instant::now();
+    let backend = select(a.backend)?;
+    if !backend.is_gpu() && a.strategy.0.is_some() {
+        return Err(CliError::Usage(
+            "--strategy chooses a GPU assembly strategy: give --backend cuda".to_string(),
+        ));
+    }
     let (loaded, info) = a.problem.load_mesh()?;
     let mesh = &loaded.mesh;
     let mesh_time = start.elapsed().as_secs_f64();
@@ -71,7 +104,28 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
     let problem = Problem::new(mesh, &a.problem.options())?;
     let setup = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let sys = assemble_problem(mesh, &problem, a.bc, a.problem.precision)?;
+    let (sys, where_) = match &backend {
+        Backend::Cuda(dev) => {
+            let space = &problem.space;
+            let s = a
+                .strategy
+                .0
+                .unwrap_or_else(|| GpuStrategy::auto(space.dim(), space.order(), space.ncomp()));
+            match assemble_problem_gpu(dev, mesh, &problem, a.bc, a.problem.precision, Some(s)) {
+                Ok(sys) => (sys, format!("cuda ({}), {}", dev.name(), s.name())),
+                // what the GPU does not cover runs on the CPU under auto
+                Err(PipelineError::NoGpuPath(why)) if a.backend == BackendArg::Auto => (
+                    assemble_problem(mesh, &problem, a.bc, a.problem.precision)?,
+                    format!("cpu ({why})"),
+                ),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        _ => (
+            assemble_problem(mesh, &problem, a.bc, a.problem.precision)?,
+            backend.name(),
+        ),
+    };
     let assembly = t.elapsed().as_secs_f64();
     let t = Instant::now();
     if let Some(p) = &a.export_matrix {
@@ -88,6 +142,7 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
     let rec = Record {
         problem: problem.name().to_string(),
         mesh: &info,
+        backend: where_,
         order: problem.order(),
         precision: a.problem.precision.name(),
         bc: a.bc,
@@ -139,6 +194,7 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
             ),
         }
     )?;
+    writeln!(out, "assembled  on {}", rec.backend)?;
     let t = &rec.timings;
     writeln!(
         out,

@@ -13,8 +13,8 @@ use ferrofem_driver::post::{
 };
 use ferrofem_driver::{
     select, solve_problem_with_fallback, solve_with_fallback, write_solution_vtu, Backend,
-    BackendArg, ProblemFile, ProblemKind, Progress, Solution, SolveReport, SolveSettings,
-    SolverKind,
+    BackendArg, OperatorKind, ProblemFile, ProblemKind, Progress, Solution, SolveReport,
+    SolveSettings, SolverKind,
 };
 use serde::Serialize;
 use std::io::Write;
@@ -41,6 +41,11 @@ pub struct SolveArgs {
     /// Iteration limit of the Krylov solve.
     #[arg(long, default_value_t = DEFAULT_MAX_ITER, value_parser = crate::problem_args::ranges::usize_from(1))]
     max_iter: usize,
+    /// What the Krylov solver applies: the operator matrix-free, or the reduced matrix
+    /// assembled once (on the GPU: assembled on the device, SpMV there). `--solver direct`
+    /// always assembles.
+    #[arg(long, value_enum)]
+    operator: Option<OperatorKind>,
     /// Where to run (default: auto, or the problem file's `[solver] backend`).
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
@@ -104,6 +109,7 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         precision: a.problem.precision,
         rtol: a.rtol,
         max_iter: a.max_iter,
+        operator: a.operator.unwrap_or_default(),
     };
     let result = solve_with_fallback(
         &loaded.mesh,
@@ -198,6 +204,9 @@ fn run_file(path: &std::path::Path, a: SolveArgs) -> Result<(), CliError> {
     let mut settings = case.settings.clone();
     if a.solver.is_some() {
         settings.solver = a.solver;
+    }
+    if let Some(o) = a.operator {
+        settings.operator = o;
     }
     if a.rtol.is_some() {
         settings.rtol = a.rtol;

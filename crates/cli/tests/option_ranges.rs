@@ -329,8 +329,9 @@ fn assembly_strategies_belong_to_their_backend() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     // with a GPU: the CPU strategy is refused; without: the missing GPU is explained
     assert!(
-        err.contains("CPU strategy: give atomic, elem-color, global-nz, shared-nz or local-row")
-            || err.to_lowercase().contains("cuda")
+        err.contains(
+            "CPU strategy: give atomic, elem-color, global-nz, shared-nz, block-sums or local-row"
+        ) || err.to_lowercase().contains("cuda")
             || err.to_lowercase().contains("gpu"),
         "{err}"
     );

@@ -22,11 +22,13 @@
 //        in the thread's own array (MAXROW entries) from the rows of the element matrices
 //        of the node's elements, each recomputed in registers (no element data in memory,
 //        no atomics; every CSR value written once);
-//      4 SharedNZ (kernel `shared_nz`): a block takes a compact set of rows (consecutive
-//        along a space-filling curve), computes every element adjacent to them (at most
-//        EMAX) into shared memory, then one thread per nonzero of the rows sums its entries
-//        there through u16 lists and writes the nonzero once (no atomics; an element next
-//        to several sets is computed once for each).
+//      4 sums in shared memory (kernel `shared_sums`): a block computes a set of elements
+//        (at most EMAX) into shared memory, then one thread per nonzero they add to sums
+//        its entries there through u16 lists and adds the sum to CSR once. SharedNZ: the
+//        elements adjacent to a compact set of rows (an element next to several sets is
+//        computed for each), every nonzero of the rows stored, no atomics. Block sums: a
+//        partition of the elements into compact sets, an atomic only for the nonzeros
+//        that other sets add to as well.
 // Entries whose target is NO_TARGET (an eliminated Dirichlet row or column) are dropped.
 // NONLIN: 1 linearise about the L-vector u (u and du at the points), 0 about zero.
 // AUX: 0 none; 1 nodal in the scalar space (aux[node]: value and gradient at the points);
@@ -39,8 +41,9 @@
 //      cS1[l][i][j] = sum_q w_q phi_i dphi_j,l, cS2[k][i][j] = sum_q w_q dphi_i,k phi_j,
 //      cS3[k][l][i][j] = sum_q w_q dphi_i,k dphi_j,l (the tables of the present terms):
 //      NGQ products per entry instead of NGQ per point.
-// bad[0]: the lowest cell whose matrix has a non-finite entry; bad[1]: the lowest cell with
-// det J <= 0 (inverted or degenerate); 0xffffffff when none.
+// bad[0]: the complement of the lowest cell whose matrix has a non-finite entry; bad[1]: that
+// of the lowest cell with det J <= 0 (inverted or degenerate); 0 when none (so that zeroing
+// the two resets them).
 // Needs (host-prepended): prelude, simplex.cuh, physics source (ff_g0..ff_g3), the tables
 // cTab[(q*NB + b)*(DIM+1)] = phi_b(x_q) then its DIM reference derivatives, cWq[NQ], with
 // NEED_X the reference points cXq[NQ*DIM], and with CONST_G the reference tables cS0..cS3
@@ -76,7 +79,7 @@ __device__ __forceinline__ void point_blocks(u32 cell, int q, const u32* FF_REST
     real g[DIM * DIM + 1];
     geometry_from_vertices(xv, g);
     const real det = g[DIM * DIM];
-    if (!(det > (real)0)) atomicMin(bad + 1, cell);
+    if (!(det > (real)0)) atomicMax(bad + 1, ~cell);
 #if CONST_G
     (void)q;
     const real w = det;
@@ -276,7 +279,7 @@ __device__ __forceinline__ void element_batch(u32 first, u32 here, u32 cell0, co
         const u32 r = e / N, s = e - r * N;
         const u32 cell = launch_cell(first + lc, cell0, cells);
         const real v = matrix_entry(r, s, sG + lc * NPT * NGQ);
-        if (!isfinite(v)) atomicMin(bad, cell);
+        if (!isfinite(v)) atomicMax(bad, ~cell);
 #if OUT == 0
         (void)targets;
         out[(size_t)cell * STRIDE + e] = v;
@@ -338,7 +341,7 @@ row_matrices(u32 nrows, const u32* FF_RESTRICT rowdof, const unsigned long long*
             for (u32 s = 0; s < N; s++) {
                 const u32 k = tg[s];
                 const real v = matrix_entry(r, s, G);
-                if (!isfinite(v)) atomicMin(bad, e);
+                if (!isfinite(v)) atomicMax(bad, ~e);
                 if (k != NO_TARGET) acc[k - a] += v;
             }
         }
@@ -346,15 +349,18 @@ row_matrices(u32 nrows, const u32* FF_RESTRICT rowdof, const unsigned long long*
     }
 }
 #else
-// SharedNZ: block b's elements elems[eptr[b]..eptr[b+1]) (at most EMAX) computed into
-// shared memory, then each of its nonzeros k = nzs[zptr[b]..zptr[b+1]) sums the shared
-// entries lists[ptr[k]..ptr[k+1]] (local element * NN + entry) and is written once.
+// Sums in shared memory (SharedNZ and block sums): block b's elements
+// elems[eptr[b]..eptr[b+1]) (at most EMAX) computed into shared memory, then for each of
+// its nonzeros t in zptr[b]..zptr[b+1] the shared entries lists[lptr[t]..lptr[t+1]] (local
+// element * NN + entry) summed and added to CSR value nzs[t] & ~ONLY_HERE: stored when
+// ONLY_HERE is set (no other block adds to it), added atomically otherwise.
+#define ONLY_HERE 0x80000000u
 extern "C" __global__ void __launch_bounds__(NT)
-shared_nz(u32 nblocks, const u32* FF_RESTRICT zptr, const u32* FF_RESTRICT nzs,
-          const u32* FF_RESTRICT eptr, const u32* FF_RESTRICT elems, const u32* FF_RESTRICT ptr,
-          const unsigned short* FF_RESTRICT lists, const u32* FF_RESTRICT offsets,
-          const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
-          real* FF_RESTRICT values, u32* bad) {
+shared_sums(u32 nblocks, const u32* FF_RESTRICT eptr, const u32* FF_RESTRICT elems,
+            const u32* FF_RESTRICT zptr, const u32* FF_RESTRICT nzs, const u32* FF_RESTRICT lptr,
+            const unsigned short* FF_RESTRICT lists, const u32* FF_RESTRICT offsets,
+            const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
+            real* FF_RESTRICT values, u32* bad) {
     extern __shared__ unsigned char smem_raw[];
     real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][NPT][NGQ]
     real* sK = sG + NCB * NPT * NGQ;               // [EMAX][NN]
@@ -368,9 +374,12 @@ shared_nz(u32 nblocks, const u32* FF_RESTRICT zptr, const u32* FF_RESTRICT nzs,
         for (u32 t = zptr[b] + threadIdx.x; t < z1; t += NT) {
             const u32 k = nzs[t];
             real acc = 0;
-            const u32 pz = ptr[k + 1];
-            for (u32 p = ptr[k]; p < pz; p++) acc += sK[lists[p]];
-            values[k] = acc;
+            const u32 pz = lptr[t + 1];
+            for (u32 p = lptr[t]; p < pz; p++) acc += sK[lists[p]];
+            if (k & ONLY_HERE)
+                values[k & ~ONLY_HERE] = acc;
+            else
+                atomicAdd(values + k, acc);
         }
         __syncthreads();
     }

@@ -19,6 +19,7 @@ mod error;
 pub mod krylov;
 pub mod residual;
 pub mod sources;
+pub mod sparse;
 mod timing;
 mod vector;
 pub mod wave;

@@ -363,8 +363,9 @@ pub struct GpuResidual<T: GpuReal> {
 impl<T: GpuReal> GpuResidual<T> {
     /// Builds the operator: uploads the restriction, geometry (or node coordinates) and
     /// auxiliary field, and compiles the residual kernel (and, when `with_jacobian`, the
-    /// Jacobian-action kernel) for `physics` (its CUDA half; the forcing, if any, is not
-    /// evaluated on the GPU: give physics without forcing and add the load vector apart).
+    /// Jacobian-action kernel) for `physics` (its CUDA half, with the forcing when the half
+    /// has one: a source in `f0` evaluated at the physical point; give physics without
+    /// forcing for the operator alone).
     pub fn new(
         dev: &Arc<GpuDevice>,
         mesh: &Mesh,

@@ -53,3 +53,7 @@ pub fn with_prelude(src: &str) -> String {
     s.push_str(src);
     s
 }
+
+/// CSR matrices on the device: SpMV, the diagonal, the eliminated system's right-hand side
+/// (host side in `sparse.rs`).
+pub const SPARSE: &str = include_str!("../kernels/sparse.cu");

@@ -35,6 +35,32 @@ fn blas_kernels_compile_for_sm90_in_both_precisions() {
 }
 
 #[test]
+fn sparse_kernels_compile_for_sm90_in_both_precisions() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for real in ["double", "float"] {
+        let spec = KernelSpec::new(
+            format!("sparse_{real}"),
+            sources::with_prelude(sources::SPARSE),
+        )
+        .define("REAL", real);
+        let c = compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spill_store_bytes(&c.log), 0, "{}", c.log);
+        let p = compile_uncached(&spec, Target::Ptx(90)).unwrap();
+        let text = String::from_utf8(p.image).unwrap();
+        for entry in [
+            "ff_csr_spmv_4",
+            "ff_csr_spmv_32",
+            "ff_csr_diagonal",
+            "ff_gather_negated",
+        ] {
+            assert!(text.contains(&format!(".entry {entry}")), "{entry}");
+        }
+    }
+}
+
+#[test]
 fn a_broken_kernel_reports_the_compiler_log() {
     if !nvrtc_or_skip() {
         return;

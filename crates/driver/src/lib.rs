@@ -54,6 +54,8 @@ pub use backend::falls_back;
 pub use backend::{fallback_reason, select, Backend, BackendArg};
 pub use export::assemble_problem;
 pub use file::{FileCase, FileError, ProblemFile};
+#[cfg(feature = "cuda")]
+pub use gpu::assemble_problem_gpu;
 pub use linear_system::{BcMode, LinearSystem};
 pub use mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
 pub use model_setup::{own_problem, CasePhysics, ModelCase, ModelInput, ResolvedBoundary};
@@ -64,5 +66,5 @@ pub use problem::{
 };
 pub use progress::{Progress, StepProgress};
 pub use report::{ErrorReport, NewtonReport, ResidualReport, Solution, SolveReport, Timings};
-pub use settings::{Precision, SolveSettings, SolverKind};
+pub use settings::{OperatorKind, Precision, SolveSettings, SolverKind};
 pub use solve::{solve, solve_problem, solve_problem_with_fallback, solve_with_fallback};

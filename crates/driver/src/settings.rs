@@ -52,6 +52,29 @@ impl SolverKind {
     }
 }
 
+/// What the Krylov solvers apply: the operator's action computed from the mesh at every
+/// product, or a sparse matrix assembled once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OperatorKind {
+    /// Matrix-free: the residual or bake-off kernels at every product.
+    #[default]
+    MatrixFree,
+    /// The reduced matrix (Dirichlet dofs eliminated) assembled once, then sparse
+    /// matrix-vector products (on the GPU: assembled on the device).
+    Assembled,
+}
+
+impl OperatorKind {
+    /// `"matrix-free"` or `"assembled"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OperatorKind::MatrixFree => "matrix-free",
+            OperatorKind::Assembled => "assembled",
+        }
+    }
+}
+
 /// How to solve (independent of the problem and of where it runs).
 #[derive(Clone, Debug)]
 pub struct SolveSettings {
@@ -64,16 +87,19 @@ pub struct SolveSettings {
     pub rtol: Option<f64>,
     /// Iteration limit of the Krylov solve.
     pub max_iter: usize,
+    /// What the Krylov solvers apply (the direct solver always assembles).
+    pub operator: OperatorKind,
 }
 
 impl Default for SolveSettings {
-    /// Default solver, f64, default tolerance, 10 000 iterations.
+    /// Default solver, f64, default tolerance, 10 000 iterations, matrix-free.
     fn default() -> Self {
         SolveSettings {
             solver: None,
             precision: Precision::F64,
             rtol: None,
             max_iter: 10_000,
+            operator: OperatorKind::MatrixFree,
         }
     }
 }

@@ -3,8 +3,9 @@
 //! and error messages.
 
 use ferrofem_driver::{
-    assemble_problem, solve, Backend, BcMode, CoefField, DirichletSpec, PipelineError, Precision,
-    Problem, ProblemKind, ProblemOptions, Progress, Solution, SolveSettings, SolverKind,
+    assemble_problem, solve, Backend, BcMode, CoefField, DirichletSpec, OperatorKind,
+    PipelineError, Precision, Problem, ProblemKind, ProblemOptions, Progress, Solution,
+    SolveSettings, SolverKind,
 };
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use std::path::PathBuf;
@@ -143,15 +144,30 @@ fn direct_and_matrix_free_solvers_agree() {
         let direct = run(spec, &opts, &settings(SolverKind::Direct));
         let u_ref = &direct.u;
         let scale = u_ref.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for solver in [SolverKind::Pcg, SolverKind::Cg, SolverKind::Gmres] {
-            let it = run(spec, &opts, &settings(solver));
+        let krylov = [SolverKind::Pcg, SolverKind::Cg, SolverKind::Gmres];
+        for (solver, operator) in krylov
+            .iter()
+            .flat_map(|&k| [(k, OperatorKind::MatrixFree), (k, OperatorKind::Assembled)])
+        {
+            let s = SolveSettings {
+                operator,
+                ..settings(solver)
+            };
+            let it = run(spec, &opts, &s);
+            if operator == OperatorKind::Assembled {
+                assert!(
+                    it.report.method.starts_with("assembled"),
+                    "{}",
+                    it.report.method
+                );
+            }
             let diff =
                 it.u.iter()
                     .zip(u_ref)
                     .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             assert!(
                 diff <= 1e-7 * scale,
-                "{spec} {kind:?}: {solver:?} differs from direct by {diff}"
+                "{spec} {kind:?}: {solver:?} ({operator:?}) differs from direct by {diff}"
             );
             assert!(it.report.iterations > 0);
             let (e1, e2) = (

@@ -25,6 +25,7 @@ fn cuda_stub<T: Real, P: Physics<T>>(p: &P) -> CudaPhysics {
         ncomp: p.ncomp(),
         naux: p.naux(),
         reads_x: false,
+        linear: p.is_linear(),
         terms: p.terms(),
         jacobian: p.jacobian_terms(),
     }

@@ -220,6 +220,7 @@ impl<T: Real> Physics<T> for Elasticity {
             ncomp: d,
             naux: 0,
             reads_x: forcing.is_some(),
+            linear: Physics::<T>::is_linear(self),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

@@ -106,6 +106,7 @@ impl<T: Real> Physics<T> for Mass {
             ncomp: nc,
             naux: 0,
             reads_x: false,
+            linear: Physics::<T>::is_linear(self),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

@@ -5,7 +5,7 @@ use crate::coefficient::{cuda_names, Coef};
 use crate::cuda_source::{cuda_name, physics_source_with};
 use crate::elasticity::{hooke_stress_cuda, hooke_tensor_cuda};
 use crate::model::{Material, ModelKind, ModelPhysics, Moduli};
-use crate::{CudaPhysics, JacobianTerms, ResidualTerms};
+use crate::{CudaPhysics, JacobianTerms, Physics, ResidualTerms};
 
 /// Coefficient slots of `ff_coef`: diffusion `k[0] = κ`, `k[1] = c`, `k[2] = ∂κ/∂u`;
 /// elasticity `k[0] = λ`, `k[1] = μ`.
@@ -154,6 +154,7 @@ pub(crate) fn cuda(p: &ModelPhysics, terms: ResidualTerms, jacobian: JacobianTer
         ncomp: nc,
         naux: usize::from(p.regions().len() > 1),
         reads_x: p.reads_x(),
+        linear: Physics::<f64>::is_linear(p),
         terms,
         jacobian,
     }

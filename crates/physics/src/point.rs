@@ -71,6 +71,9 @@ pub struct CudaPhysics {
     /// The functions read the physical point `x` (a coefficient or forcing of the
     /// coordinates), so kernels must supply it.
     pub reads_x: bool,
+    /// The Jacobian does not depend on the state (`Physics::is_linear`): kernels that
+    /// assemble it need no linearisation point.
+    pub linear: bool,
     /// Residual terms present.
     pub terms: ResidualTerms,
     /// Jacobian blocks present.

@@ -122,6 +122,7 @@ impl<T: Real> Physics<T> for PoissonVarCoef {
             ncomp: 1,
             naux: 1,
             reads_x: forcing.is_some(),
+            linear: Physics::<T>::is_linear(self),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

@@ -135,6 +135,7 @@ impl<T: Real> Physics<T> for ScreenedPoisson {
             ncomp: 1,
             naux: 0,
             reads_x: forcing.is_some(),
+            linear: Physics::<T>::is_linear(self),
             terms: Physics::<T>::terms(self),
             jacobian: Physics::<T>::jacobian_terms(self),
         }

@@ -67,6 +67,9 @@ pub enum StrategyArg {
     GlobalNz,
     /// GPU: compact row sets, their elements' matrices in shared memory (SharedNZ).
     SharedNz,
+    /// GPU: compact element sets summed per nonzero in shared memory, one global update
+    /// per nonzero and set.
+    BlockSums,
     /// GPU: one thread per row recomputes the element rows it sums (LocalNZ by row).
     LocalRow,
 }
@@ -89,7 +92,7 @@ pub struct AssemblyArgs {
     #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(1, ranges::MAX_ORDER))]
     pub(super) order: usize,
     /// Strategy (or all of the backend's): serial, colored, by-row, by-nonzero on the CPU;
-    /// atomic, elem-color, global-nz, shared-nz, local-row on the GPU.
+    /// atomic, elem-color, global-nz, shared-nz, block-sums, local-row on the GPU.
     #[arg(long, value_enum, default_value_t = StrategyArg::All)]
     pub(super) strategy: StrategyArg,
     /// Where to assemble: the CPU, or the GPU (auto: the GPU when one is usable).
@@ -226,6 +229,7 @@ fn strategies(s: StrategyArg) -> Result<Vec<Strategy>, CliError> {
         | StrategyArg::ElemColor
         | StrategyArg::GlobalNz
         | StrategyArg::SharedNz
+        | StrategyArg::BlockSums
         | StrategyArg::LocalRow => {
             return Err(usage(format!(
                 "--strategy {s:?} is a GPU strategy: give --backend cuda"

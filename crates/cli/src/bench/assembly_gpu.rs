@@ -34,10 +34,11 @@ fn strategies(s: StrategyArg) -> Result<Vec<GpuStrategy>, CliError> {
         StrategyArg::ElemColor => vec![GpuStrategy::ElemColor],
         StrategyArg::GlobalNz => vec![GpuStrategy::GlobalNz],
         StrategyArg::SharedNz => vec![GpuStrategy::SharedNz],
+        StrategyArg::BlockSums => vec![GpuStrategy::BlockSums],
         StrategyArg::LocalRow => vec![GpuStrategy::LocalRow],
         other => {
             return Err(usage(format!(
-                "--strategy {other:?} is a CPU strategy: give atomic, elem-color, global-nz, shared-nz or local-row with --backend cuda"
+                "--strategy {other:?} is a CPU strategy: give atomic, elem-color, global-nz, shared-nz, block-sums or local-row with --backend cuda"
             )))
         }
     })
@@ -177,7 +178,6 @@ impl Setup<'_> {
                 self.space,
                 self.plan,
                 self.physics,
-                false,
                 self.rule,
                 Aux::None,
                 strategy,

@@ -1,6 +1,9 @@
 //! The assembly configurations the GPU tests and the CI compile check share.
 
-use super::kernel::{assembly_kernel, AssemblyKernel, AuxKind, Output, SHARED_LIMIT};
+use super::kernel::{
+    assembly_kernel, AssemblyKernel, AuxKind, Output, BLOCK_SUMS_BATCH, SHARED_LIMIT,
+    SHARED_NZ_BATCH,
+};
 use super::GpuStrategy;
 use crate::residual::case_physics;
 use crate::GpuError;
@@ -58,16 +61,20 @@ impl AssemblyCase {
             // a typical longest row: the compile check does not depend on it
             GpuStrategy::LocalRow => Output::Rows { max_row: 64 },
             // a typical block, as far as it fits: the compile check does not depend on it
-            GpuStrategy::SharedNz => Output::SharedNz {
+            GpuStrategy::SharedNz | GpuStrategy::BlockSums => Output::SharedSums {
                 emax: (SHARED_LIMIT / 2 / (n * n * if self.f32 { 4 } else { 8 })).clamp(1, 16),
+                batch: if self.strategy == GpuStrategy::SharedNz {
+                    SHARED_NZ_BATCH
+                } else {
+                    BLOCK_SUMS_BATCH
+                },
             },
         };
-        let nonlinear = self.physics == "nonlinear";
         let rule = self.rule()?;
         if self.f32 {
-            assembly_kernel::<f32>(&cuda, &el, &rule, aux, nonlinear, out, n * n + n)
+            assembly_kernel::<f32>(&cuda, &el, &rule, aux, out, n * n + n)
         } else {
-            assembly_kernel::<f64>(&cuda, &el, &rule, aux, nonlinear, out, n * n + n)
+            assembly_kernel::<f64>(&cuda, &el, &rule, aux, out, n * n + n)
         }
     }
 }

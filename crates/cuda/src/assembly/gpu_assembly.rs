@@ -1,24 +1,23 @@
 //! [`GpuAssembly`]: the device copy of an [`AssemblyPlan`]'s index maps and the CSR values
 //! assembled into, re-assembled in place for every linearisation.
 
+use super::block_sums::element_sets;
 use super::kernel::{
-    assembly_kernel, AssemblyKernel, AuxKind, Output, SHARED_NZ_BYTES, SHARED_NZ_POINT_BYTES,
-    THREADS,
+    assembly_kernel, AssemblyKernel, AuxKind, Output, BLOCK_SUMS_BATCH, BLOCK_SUMS_BYTES,
+    SHARED_NZ_BATCH, SHARED_NZ_BYTES, SHARED_SUMS_POINT_BYTES, THREADS,
 };
-use super::shared_nz::partition;
+use super::shared_nz::row_sets;
+use super::shared_sums::{SharedSums, ONLY_HERE};
 use super::GpuStrategy;
 use crate::residual::Aux;
 use crate::{DeviceVec, GpuDevice, GpuError, GpuReal, GpuTimer};
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchArgs, LaunchConfig, PushKernelArg};
 use ferrofem_assembly::{AssemblyPlan, SparsityPattern};
 use ferrofem_base::CsrMatrix;
 use ferrofem_fe::QuadratureRule;
 use ferrofem_physics::CudaPhysics;
 use ferrofem_space::H1Space;
 use std::sync::Arc;
-
-/// No element reported by the kernel's checks.
-const NO_ELEMENT: u32 = u32::MAX;
 
 /// What a strategy keeps on the device besides the values.
 enum Maps<T: GpuReal> {
@@ -40,15 +39,20 @@ enum Maps<T: GpuReal> {
         node_pos: DeviceVec<u32>,
         targets: DeviceVec<u32>,
     },
-    /// SharedNZ: the nonzeros and elements of every block, the nonzero → element-entries
-    /// offsets and each entry's place in its block's shared buffer.
+    /// Sums in shared memory (SharedNZ, block sums): the elements and nonzeros of every
+    /// block, each nonzero's entries and their places in the block's shared buffer; the
+    /// nonzeros stored and added atomically (when some are, the values are zeroed first),
+    /// and the elements computed by more than one block.
     Shared {
-        zptr: DeviceVec<u32>,
-        nzs: DeviceVec<u32>,
         eptr: DeviceVec<u32>,
         elems: DeviceVec<u32>,
-        ptr: DeviceVec<u32>,
+        zptr: DeviceVec<u32>,
+        nzs: DeviceVec<u32>,
+        lptr: DeviceVec<u32>,
         lists: DeviceVec<u16>,
+        stored: usize,
+        added: usize,
+        repeated: usize,
     },
     /// The nonzero → element-entries map and the element-data buffer it reads.
     Gather {
@@ -87,15 +91,14 @@ pub struct GpuAssembly<T: GpuReal> {
 impl<T: GpuReal> GpuAssembly<T> {
     /// Uploads the mesh data and `plan`'s index maps that `strategy` needs, and compiles the
     /// kernel for `physics` (its CUDA half) integrated with `rule` on `space` (the space
-    /// the plan was built on). A nonlinear physics is linearised about the state given to
-    /// [`GpuAssembly::assemble`].
+    /// the plan was built on). A nonlinear physics (`!physics.linear`) is linearised about
+    /// the state given to [`GpuAssembly::assemble`].
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         dev: &Arc<GpuDevice>,
         space: &H1Space,
         plan: &AssemblyPlan,
         physics: &CudaPhysics,
-        nonlinear: bool,
         rule: &QuadratureRule,
         aux: Aux<'_>,
         strategy: GpuStrategy,
@@ -139,29 +142,31 @@ impl<T: GpuReal> GpuAssembly<T> {
         let stride = n * n + n;
         let row_ptr = plan.pattern().row_ptr();
         let shared = match strategy {
-            GpuStrategy::SharedNz => {
-                // the target, raised to the elements of the busiest node (a row must fit),
-                // within the most a block can hold beside its point blocks
+            GpuStrategy::SharedNz | GpuStrategy::BlockSums => {
                 let per_element = n * n * T::BYTES;
-                let t = plan.transpose();
-                let busiest = t
-                    .node_offsets
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]) as usize)
-                    .max()
-                    .unwrap_or(0);
                 let most = (dev
                     .max_shared_per_block()
-                    .saturating_sub(SHARED_NZ_POINT_BYTES)
+                    .saturating_sub(SHARED_SUMS_POINT_BYTES)
                     / per_element)
-                    .min((u16::MAX as usize + 1) / (n * n));
-                let cap = (SHARED_NZ_BYTES / per_element).max(busiest).min(most);
-                Some(partition(
-                    plan,
-                    space.node_coords(),
-                    space.element().dim(),
-                    cap,
-                )?)
+                    .min((u16::MAX as usize + 1) / (n * n))
+                    .max(1);
+                let (coords, d) = (space.node_coords(), space.element().dim());
+                Some(if strategy == GpuStrategy::SharedNz {
+                    // the target, raised to the elements of the busiest node (a row must
+                    // fit), within the most a block can hold beside its point blocks
+                    let busiest = plan
+                        .transpose()
+                        .node_offsets
+                        .windows(2)
+                        .map(|w| (w[1] - w[0]) as usize)
+                        .max()
+                        .unwrap_or(0);
+                    let cap = (SHARED_NZ_BYTES / per_element).max(busiest).min(most);
+                    row_sets(plan, coords, d, cap)?
+                } else {
+                    let cap = (BLOCK_SUMS_BYTES / per_element).clamp(1, most);
+                    element_sets(plan, coords, d, cap)?
+                })
             }
             _ => None,
         };
@@ -169,25 +174,22 @@ impl<T: GpuReal> GpuAssembly<T> {
             GpuStrategy::Atomic => Output::Atomic,
             GpuStrategy::ElemColor => Output::Colored,
             GpuStrategy::GlobalNz => Output::ElementData,
-            GpuStrategy::SharedNz => Output::SharedNz {
+            GpuStrategy::SharedNz => Output::SharedSums {
                 emax: shared.as_ref().map_or(1, |p| p.emax),
+                batch: SHARED_NZ_BATCH,
+            },
+            GpuStrategy::BlockSums => Output::SharedSums {
+                emax: shared.as_ref().map_or(1, |p| p.emax),
+                batch: BLOCK_SUMS_BATCH,
             },
             GpuStrategy::LocalRow => Output::Rows {
                 max_row: row_ptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0),
             },
         };
-        let k = assembly_kernel::<T>(
-            physics,
-            space.element(),
-            rule,
-            aux_kind,
-            nonlinear,
-            out,
-            stride,
-        )?;
+        let k = assembly_kernel::<T>(physics, space.element(), rule, aux_kind, out, stride)?;
         let entry = match out {
             Output::Rows { .. } => "row_matrices",
-            Output::SharedNz { .. } => "shared_nz",
+            Output::SharedSums { .. } => "shared_sums",
             _ => "element_matrices",
         };
         let f = dev.function(&k.spec, entry)?;
@@ -224,18 +226,19 @@ impl<T: GpuReal> GpuAssembly<T> {
                     colors,
                 }
             }
-            GpuStrategy::SharedNz => {
-                let p = shared.expect("built above for SharedNZ");
-                let (ptr, _) = plan
-                    .nonzero_sources()
-                    .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+            GpuStrategy::SharedNz | GpuStrategy::BlockSums => {
+                let p: SharedSums = shared.expect("built above for sums in shared memory");
+                let stored = p.nzs.iter().filter(|&&k| k & ONLY_HERE != 0).count();
                 Maps::Shared {
-                    zptr: DeviceVec::from_host(dev, &p.zptr, "SharedNZ nonzero offsets")?,
-                    nzs: DeviceVec::from_host(dev, &p.nzs, "SharedNZ nonzeros")?,
-                    eptr: DeviceVec::from_host(dev, &p.eptr, "SharedNZ element offsets")?,
-                    elems: DeviceVec::from_host(dev, &p.elems, "SharedNZ elements")?,
-                    ptr: DeviceVec::from_host(dev, ptr, "nonzero -> element-entries offsets")?,
-                    lists: DeviceVec::from_host(dev, &p.lists, "SharedNZ shared positions")?,
+                    eptr: DeviceVec::from_host(dev, &p.eptr, "shared-sum element offsets")?,
+                    elems: DeviceVec::from_host(dev, &p.elems, "shared-sum elements")?,
+                    zptr: DeviceVec::from_host(dev, &p.zptr, "shared-sum nonzero offsets")?,
+                    nzs: DeviceVec::from_host(dev, &p.nzs, "shared-sum nonzeros")?,
+                    lptr: DeviceVec::from_host(dev, &p.lptr, "shared-sum entry offsets")?,
+                    lists: DeviceVec::from_host(dev, &p.lists, "shared-sum entry places")?,
+                    stored,
+                    added: p.nzs.len() - stored,
+                    repeated: p.elems.len() - ncells,
                 }
             }
             GpuStrategy::LocalRow => {
@@ -276,7 +279,7 @@ impl<T: GpuReal> GpuAssembly<T> {
             dev: dev.clone(),
             strategy,
             kernel: (f, k),
-            nonlinear,
+            nonlinear: !physics.linear,
             ncells,
             ndofs: space.num_dofs(),
             sizes: (r.elem_size(), n, space.num_nodes(), space.element().dim()),
@@ -311,16 +314,22 @@ impl<T: GpuReal> GpuAssembly<T> {
     /// degenerate element or a non-finite element-matrix entry (the lowest such element).
     pub fn assemble(&mut self, u: Option<&DeviceVec<T>>) -> Result<(), GpuError> {
         self.enqueue(u, true)?;
+        self.check()
+    }
+
+    /// Waits for the enqueued assemblies and reports the lowest element their checks
+    /// flagged (the kernels record each element's complement with `atomicMax`, 0 for none).
+    fn check(&self) -> Result<(), GpuError> {
         let bad = self.bad.to_host()?;
-        if bad[1] != NO_ELEMENT {
+        if bad[1] != 0 {
             return Err(GpuError::BadElement {
-                element: bad[1] as usize,
+                element: !bad[1] as usize,
                 what: "inverted or degenerate (det J <= 0)",
             });
         }
-        if bad[0] != NO_ELEMENT {
+        if bad[0] != 0 {
             return Err(GpuError::BadElement {
-                element: bad[0] as usize,
+                element: !bad[0] as usize,
                 what: "its element matrix has a non-finite entry",
             });
         }
@@ -370,7 +379,7 @@ impl<T: GpuReal> GpuAssembly<T> {
             aux,
             u,
         };
-        bad.upload(&[NO_ELEMENT, NO_ELEMENT])?;
+        bad.fill_zero()?;
         let n = *ncells as u32;
         match maps {
             Maps::Scatter { targets } => {
@@ -407,14 +416,19 @@ impl<T: GpuReal> GpuAssembly<T> {
                 )?;
             }
             Maps::Shared {
-                zptr,
-                nzs,
                 eptr,
                 elems,
-                ptr,
+                zptr,
+                nzs,
+                lptr,
                 lists,
+                added,
+                ..
             } => {
-                launch.shared(zptr, nzs, eptr, elems, ptr, lists, values, bad)?;
+                if *added > 0 {
+                    values.fill_zero()?;
+                }
+                launch.shared(eptr, elems, zptr, nzs, lptr, lists, values, bad)?;
             }
             Maps::Gather {
                 ptr,
@@ -440,7 +454,8 @@ impl<T: GpuReal> GpuAssembly<T> {
         Ok(a)
     }
 
-    /// Median seconds of `reps` re-assemblies after `warmup` (checks included).
+    /// Median seconds of `reps` re-assemblies after `warmup`: the kernels with their
+    /// element checks, which are read once after the last (an error if any failed).
     pub fn time(
         &mut self,
         u: Option<&DeviceVec<T>>,
@@ -448,7 +463,8 @@ impl<T: GpuReal> GpuAssembly<T> {
         reps: usize,
     ) -> Result<f64, GpuError> {
         let dev = self.dev.clone();
-        let times = GpuTimer::new(&dev).time(warmup, reps, || self.assemble(u))?;
+        let times = GpuTimer::new(&dev).time(warmup, reps, || self.enqueue(u, true))?;
+        self.check()?;
         Ok(crate::median(&times))
     }
 
@@ -481,10 +497,11 @@ impl<T: GpuReal> GpuAssembly<T> {
     /// - by row: the element → nonzero map, `4 n² E`, the node → element transpose,
     ///   `4 (m E + N)`, the row offsets (and the full dof of each row with elimination),
     ///   and the CSR values written once, `s nnz`;
-    /// - SharedNZ: the elements of every block (`4` each, and the connectivity again for
-    ///   elements computed by several blocks), the blocks' nonzeros and the
-    ///   nonzero → element-entries offsets (`4` each), the shared positions (`2` per
-    ///   entry), and the CSR values written once;
+    /// - sums in shared memory (SharedNZ, block sums): the elements of every block (`4`
+    ///   each, and the connectivity again for elements computed by several blocks), the
+    ///   blocks' nonzeros and their entry offsets (`4` each), the shared places (`2` per
+    ///   entry), and the CSR values: each stored nonzero written once, each atomically added
+    ///   one read and written, and all zeroed first when any is added;
     /// - by nonzero: the element matrices written and read, `2 s n² E`, the
     ///   nonzero → element-entries map, `4` per entry plus `4 nnz` offsets, and the CSR
     ///   values written once, `s nnz`.
@@ -517,19 +534,22 @@ impl<T: GpuReal> GpuAssembly<T> {
                         + s * nnz
                 }
                 Maps::Shared {
-                    nzs,
                     elems,
-                    ptr,
+                    nzs,
+                    lptr,
                     lists,
+                    stored,
+                    added,
+                    repeated,
                     ..
                 } => {
-                    // the elements of every block (connectivity again for repeated ones)
-                    let computed = elems.len() as f64;
-                    4.0 * m as f64 * (computed - e)
-                        + 4.0 * computed
-                        + 4.0 * (nzs.len() + ptr.len()) as f64
+                    let zero = if *added > 0 { s * nnz } else { 0.0 };
+                    4.0 * elems.len() as f64
+                        + 4.0 * m as f64 * *repeated as f64
+                        + 4.0 * (nzs.len() + lptr.len()) as f64
                         + 2.0 * lists.len() as f64
-                        + s * nnz
+                        + s * (*stored as f64 + 2.0 * *added as f64)
+                        + zero
                 }
                 Maps::Gather { src, .. } => {
                     2.0 * s * n2 * e + 4.0 * src.len() as f64 + 4.0 * nnz + s * nnz
@@ -564,6 +584,34 @@ impl<T: GpuReal> GpuAssembly<T> {
     }
 }
 
+/// Launches `f` (`name` in errors) on `grid` blocks of `threads` with `shared` bytes of
+/// dynamic shared memory, its arguments pushed by `args`.
+///
+/// # Safety
+/// `args` must push the kernel's parameter list in order, with device buffers as large as
+/// the kernel reads and writes for this grid.
+unsafe fn launch<'a>(
+    dev: &'a Arc<GpuDevice>,
+    f: &'a CudaFunction,
+    name: &str,
+    (grid, threads, shared): (usize, usize, usize),
+    args: impl FnOnce(&mut LaunchArgs<'a>),
+) -> Result<(), GpuError> {
+    let cfg = LaunchConfig {
+        grid_dim: (grid.max(1) as u32, 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: shared as u32,
+    };
+    let mut b = dev.stream().launch_builder(f);
+    args(&mut b);
+    // SAFETY: the caller's contract
+    unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
+        kernel: name.to_string(),
+        source: e,
+    })?;
+    Ok(())
+}
+
 /// Launches `gather_nonzeros` over `nnz` nonzeros.
 fn launch_gather<T: GpuReal>(
     dev: &Arc<GpuDevice>,
@@ -577,26 +625,18 @@ fn launch_gather<T: GpuReal>(
     if nnz == 0 {
         return Ok(());
     }
-    let grid = (nnz as usize).div_ceil(256).min(dev.sm_count() * 32) as u32;
-    let cfg = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let stream = dev.stream();
-    let mut b = stream.launch_builder(gather);
-    b.arg(&nnz)
-        .arg(ptr.slice())
-        .arg(src.slice())
-        .arg(data.slice())
-        .arg(values.slice_mut());
+    let grid = (nnz as usize).div_ceil(256).min(dev.sm_count() * 32);
     // SAFETY: `gather_nonzeros` in kernels/assembly.cu; ptr has nnz + 1 entries, src
     // indexes the element data (the plan keeps it < 2^32), values has nnz entries.
-    unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
-        kernel: "gather_nonzeros".into(),
-        source: e,
-    })?;
-    Ok(())
+    unsafe {
+        launch(dev, gather, "gather_nonzeros", (grid, 256, 0), |b| {
+            b.arg(&nnz)
+                .arg(ptr.slice())
+                .arg(src.slice())
+                .arg(data.slice())
+                .arg(values.slice_mut());
+        })
+    }
 }
 
 /// What every launch of the element kernel reads.
@@ -610,15 +650,15 @@ struct ElementLaunch<'a, T: GpuReal> {
 }
 
 impl<T: GpuReal> ElementLaunch<'_, T> {
-    /// Launches the SharedNZ kernel over its blocks.
+    /// Launches the kernel of sums in shared memory over its blocks.
     #[allow(clippy::too_many_arguments)]
     fn shared(
         &self,
-        zptr: &DeviceVec<u32>,
-        nzs: &DeviceVec<u32>,
         eptr: &DeviceVec<u32>,
         elems: &DeviceVec<u32>,
-        ptr: &DeviceVec<u32>,
+        zptr: &DeviceVec<u32>,
+        nzs: &DeviceVec<u32>,
+        lptr: &DeviceVec<u32>,
         lists: &DeviceVec<u16>,
         values: &mut DeviceVec<T>,
         bad: &mut DeviceVec<u32>,
@@ -628,34 +668,33 @@ impl<T: GpuReal> ElementLaunch<'_, T> {
             return Ok(());
         }
         let (f, k) = self.kernel;
-        let cfg = LaunchConfig {
-            grid_dim: (nblocks.min(self.dev.sm_count() as u32 * 64), 1, 1),
-            block_dim: (THREADS as u32, 1, 1),
-            shared_mem_bytes: k.shared_bytes as u32,
-        };
-        let stream = self.dev.stream();
-        let mut b = stream.launch_builder(f);
-        b.arg(&nblocks)
-            .arg(zptr.slice())
-            .arg(nzs.slice())
-            .arg(eptr.slice())
-            .arg(elems.slice())
-            .arg(ptr.slice())
-            .arg(lists.slice())
-            .arg(self.offsets.slice())
-            .arg(self.coords.slice())
-            .arg(self.u.slice())
-            .arg(self.aux.slice())
-            .arg(values.slice_mut())
-            .arg(bad.slice_mut());
-        // SAFETY: argument list of `shared_nz` in kernels/assembly.cu: every block's
-        // elements (at most EMAX, the specialisation's) and nonzeros, the plan's
-        // nonzero -> element-entries offsets and positions below EMAX * n^2.
-        unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
-            kernel: k.spec.name.clone(),
-            source: e,
-        })?;
-        Ok(())
+        let grid = (nblocks as usize).min(self.dev.sm_count() * 64);
+        // SAFETY: argument list of `shared_sums` in kernels/assembly.cu: every block's
+        // elements (at most EMAX, the specialisation's) and nonzeros (< nnz, with the
+        // ONLY_HERE flag), entry offsets one past the nonzeros, places below EMAX * n^2.
+        unsafe {
+            launch(
+                self.dev,
+                f,
+                &k.spec.name,
+                (grid, THREADS, k.shared_bytes),
+                |b| {
+                    b.arg(&nblocks)
+                        .arg(eptr.slice())
+                        .arg(elems.slice())
+                        .arg(zptr.slice())
+                        .arg(nzs.slice())
+                        .arg(lptr.slice())
+                        .arg(lists.slice())
+                        .arg(self.offsets.slice())
+                        .arg(self.coords.slice())
+                        .arg(self.u.slice())
+                        .arg(self.aux.slice())
+                        .arg(values.slice_mut())
+                        .arg(bad.slice_mut());
+                },
+            )
+        }
     }
 
     /// Launches the row kernel over `nrows` rows.
@@ -677,38 +716,30 @@ impl<T: GpuReal> ElementLaunch<'_, T> {
         let (f, k) = self.kernel;
         let grid = (nrows as usize)
             .div_ceil(THREADS)
-            .min(self.dev.sm_count() * 64) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (THREADS as u32, 1, 1),
-            shared_mem_bytes: 0,
-        };
+            .min(self.dev.sm_count() * 64);
         let null: u64 = 0;
-        let stream = self.dev.stream();
-        let mut b = stream.launch_builder(f);
-        b.arg(&nrows);
-        match rowdof {
-            Some(r) => b.arg(r.slice()),
-            None => b.arg(&null),
-        };
-        b.arg(row_ptr.slice())
-            .arg(node_ptr.slice())
-            .arg(node_pos.slice())
-            .arg(self.offsets.slice())
-            .arg(self.coords.slice())
-            .arg(self.u.slice())
-            .arg(self.aux.slice())
-            .arg(targets.slice())
-            .arg(values.slice_mut())
-            .arg(bad.slice_mut());
         // SAFETY: argument list of `row_matrices` in kernels/assembly.cu: nrows + 1 row
         // offsets, rows of at most MAXROW entries (the kernel's specialisation), the
         // restriction's transpose and the plan's element -> nonzero map.
-        unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
-            kernel: k.spec.name.clone(),
-            source: e,
-        })?;
-        Ok(())
+        unsafe {
+            launch(self.dev, f, &k.spec.name, (grid, THREADS, 0), |b| {
+                b.arg(&nrows);
+                match rowdof {
+                    Some(r) => b.arg(r.slice()),
+                    None => b.arg(&null),
+                };
+                b.arg(row_ptr.slice())
+                    .arg(node_ptr.slice())
+                    .arg(node_pos.slice())
+                    .arg(self.offsets.slice())
+                    .arg(self.coords.slice())
+                    .arg(self.u.slice())
+                    .arg(self.aux.slice())
+                    .arg(targets.slice())
+                    .arg(values.slice_mut())
+                    .arg(bad.slice_mut());
+            })
+        }
     }
 
     /// Launches the element kernel over `count` cells from `cell0` (of the colour list when
@@ -726,37 +757,36 @@ impl<T: GpuReal> ElementLaunch<'_, T> {
             return Ok(());
         }
         let (f, k) = self.kernel;
-        let blocks = (count as usize).div_ceil(k.cells_per_block);
-        let grid = blocks.min(self.dev.sm_count() * 16).max(1) as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (THREADS as u32, 1, 1),
-            shared_mem_bytes: k.shared_bytes as u32,
-        };
+        let grid = (count as usize)
+            .div_ceil(k.cells_per_block)
+            .min(self.dev.sm_count() * 16);
         let null: u64 = 0;
-        let stream = self.dev.stream();
-        let mut b = stream.launch_builder(f);
-        b.arg(&count).arg(&cell0);
-        match cells {
-            Some(c) => b.arg(c.slice()),
-            None => b.arg(&null),
-        };
-        b.arg(self.offsets.slice())
-            .arg(self.coords.slice())
-            .arg(self.u.slice())
-            .arg(self.aux.slice());
-        match targets {
-            Some(t) => b.arg(t.slice()),
-            None => b.arg(&null),
-        };
-        b.arg(out.slice_mut()).arg(bad.slice_mut());
         // SAFETY: argument list of `element_matrices` in kernels/assembly.cu; the cells of a
         // launch are < ncells, targets < nnz or NO_TARGET (the plan's map for this
         // restriction), element data sized ncells * stride.
-        unsafe { b.launch(cfg) }.map_err(|e| GpuError::Launch {
-            kernel: k.spec.name.clone(),
-            source: e,
-        })?;
-        Ok(())
+        unsafe {
+            launch(
+                self.dev,
+                f,
+                &k.spec.name,
+                (grid, THREADS, k.shared_bytes),
+                |b| {
+                    b.arg(&count).arg(&cell0);
+                    match cells {
+                        Some(c) => b.arg(c.slice()),
+                        None => b.arg(&null),
+                    };
+                    b.arg(self.offsets.slice())
+                        .arg(self.coords.slice())
+                        .arg(self.u.slice())
+                        .arg(self.aux.slice());
+                    match targets {
+                        Some(t) => b.arg(t.slice()),
+                        None => b.arg(&null),
+                    };
+                    b.arg(out.slice_mut()).arg(bad.slice_mut());
+                },
+            )
+        }
     }
 }

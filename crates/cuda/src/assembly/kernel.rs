@@ -18,16 +18,24 @@ pub const SHARED_LIMIT: usize = 227 * 1024;
 /// multiprocessor (one element may need more, up to [`SHARED_LIMIT`]).
 const SHARED_TARGET: usize = 48 * 1024;
 
-/// Cells whose point blocks SharedNZ computes at a time (the rest of its shared memory holds
-/// element matrices).
-const SHARED_NZ_BATCH: usize = 64;
+/// Cells whose point blocks SharedNZ computes at a time (the rest of its shared memory
+/// holds element matrices).
+pub const SHARED_NZ_BATCH: usize = 64;
+
+/// The same for block sums (128 against 64 and 256: P1 tetrahedra 1.54 against 1.72 and
+/// 1.49 ms, P2 triangles 1.61 against 1.70 and 1.76 ms, on an H200).
+pub const BLOCK_SUMS_BATCH: usize = 128;
 
 /// Shared memory a SharedNZ block aims at for its element matrices (three or four blocks
 /// share a multiprocessor; 28 and 112 KiB were slower at P1 and P2 tetrahedra).
 pub const SHARED_NZ_BYTES: usize = 56 * 1024;
 
-/// The most shared memory SharedNZ's point blocks take beside the element matrices.
-pub const SHARED_NZ_POINT_BYTES: usize = 24 * 1024;
+/// Shared memory a block of block sums holds element matrices in.
+pub const BLOCK_SUMS_BYTES: usize = 32 * 1024;
+
+/// The most shared memory the point blocks of sums in shared memory take beside the
+/// element matrices.
+pub const SHARED_SUMS_POINT_BYTES: usize = 24 * 1024;
 
 /// Where the element-matrix kernel writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,10 +46,13 @@ pub enum Output {
     Atomic,
     /// Plain additions into the CSR values, over the cells of one colour.
     Colored,
-    /// SharedNZ: at most `emax` element matrices per block in shared memory.
-    SharedNz {
+    /// Sums in shared memory (SharedNZ, block sums): at most `emax` element matrices per
+    /// block, computed `batch` at a time.
+    SharedSums {
         /// The most elements of one block.
         emax: usize,
+        /// Cells whose point blocks are computed at a time.
+        batch: usize,
     },
     /// One thread per matrix row (rows of at most `max_row` entries).
     Rows {
@@ -64,7 +75,7 @@ pub enum AuxKind {
 /// A specialisation of the element-matrix kernel and its launch shape.
 #[derive(Clone, Debug)]
 pub struct AssemblyKernel {
-    /// The NVRTC specialisation (entries `element_matrices`, `row_matrices` or `shared_nz`,
+    /// The NVRTC specialisation (entries `element_matrices`, `row_matrices` or `shared_sums`,
     /// and `gather_nonzeros`).
     pub spec: KernelSpec,
     /// Cells a block takes at a time.
@@ -73,19 +84,19 @@ pub struct AssemblyKernel {
     pub shared_bytes: usize,
 }
 
-/// The element-matrix kernel for `physics` on `element` integrated with `rule`, linearised
-/// about a state (`nonlinear`) or about zero, writing to `out` (element data of `stride`
+/// The element-matrix kernel for `physics` on `element` integrated with `rule` (a nonlinear
+/// physics linearised about a state the kernel reads), writing to `out` (element data of `stride`
 /// entries per cell, or CSR values).
 pub fn assembly_kernel<T: GpuReal>(
     physics: &CudaPhysics,
     element: &LagrangeElement,
     rule: &QuadratureRule,
     aux: AuxKind,
-    nonlinear: bool,
     out: Output,
     stride: usize,
 ) -> Result<AssemblyKernel, GpuError> {
     let d = simplex_dim(physics, element, "the GPU assembly kernels")?;
+    let nonlinear = !physics.linear;
     let ct = element.cell_type();
     if rule.cell_type != ct {
         return Err(GpuError::Unsupported(format!(
@@ -134,16 +145,16 @@ pub fn assembly_kernel<T: GpuReal>(
         .clamp(1, THREADS)
         .min(SHARED_TARGET / cell_bytes)
         .max(1);
-    // SharedNZ keeps its shared memory for the element matrices
+    // sums in shared memory keep their shared memory for the element matrices
     let cells_per_block = match out {
-        Output::SharedNz { .. } => cells_per_block
-            .min(SHARED_NZ_BATCH)
-            .min(SHARED_NZ_POINT_BYTES / cell_bytes)
+        Output::SharedSums { batch, .. } => cells_per_block
+            .min(batch)
+            .min(SHARED_SUMS_POINT_BYTES / cell_bytes)
             .max(1),
         _ => cells_per_block,
     };
     let element_bytes = match out {
-        Output::SharedNz { emax } => emax * n * n * T::BYTES,
+        Output::SharedSums { emax, .. } => emax * n * n * T::BYTES,
         _ => 0,
     };
     if cells_per_block * cell_bytes + element_bytes > SHARED_LIMIT {
@@ -223,13 +234,13 @@ pub fn assembly_kernel<T: GpuReal>(
             Output::Atomic => 1,
             Output::Colored => 2,
             Output::Rows { .. } => 3,
-            Output::SharedNz { .. } => 4,
+            Output::SharedSums { .. } => 4,
         },
     )
     .define(
         "EMAX",
         match out {
-            Output::SharedNz { emax } => emax.max(1),
+            Output::SharedSums { emax, .. } => emax.max(1),
             _ => 1,
         },
     )

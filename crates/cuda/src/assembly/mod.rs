@@ -3,10 +3,12 @@
 //! [`ferrofem_assembly::AssemblyPlan`] (built once per mesh; Dirichlet dofs eliminated
 //! when the plan has a dof map). See `kernels/assembly.cu` and docs/assembly-gpu.md.
 
+mod block_sums;
 mod cases;
 mod gpu_assembly;
 mod kernel;
 mod shared_nz;
+mod shared_sums;
 mod strategy;
 
 pub use cases::{tested_cases, AssemblyCase};

@@ -18,6 +18,12 @@ pub enum GpuStrategy {
     /// atomics, no element data in global memory (elements next to several sets are
     /// computed once for each). Only when one row's elements fit in shared memory.
     SharedNz,
+    /// Block sums: the elements partitioned into compact sets along a space-filling curve;
+    /// a block computes one set's matrices into shared memory and sums them there per
+    /// nonzero, then adds each sum to CSR once (stored where no other set adds to the
+    /// nonzero, atomically where one does): about one global update per nonzero instead of
+    /// one per element entry.
+    BlockSums,
     /// One thread per matrix row recomputes, in registers, the rows of the element matrices
     /// that add to it and writes the row once: no element data in memory and no atomics
     /// (the paper's LocalNZ, by row rather than by nonzero).
@@ -26,13 +32,38 @@ pub enum GpuStrategy {
 
 impl GpuStrategy {
     /// Every strategy.
-    pub const ALL: [GpuStrategy; 5] = [
+    pub const ALL: [GpuStrategy; 6] = [
         GpuStrategy::Atomic,
         GpuStrategy::ElemColor,
         GpuStrategy::GlobalNz,
         GpuStrategy::SharedNz,
+        GpuStrategy::BlockSums,
         GpuStrategy::LocalRow,
     ];
+
+    /// The fastest strategy for f64 element matrices of `ncomp` components at `order` on
+    /// simplices of dimension `dim`, by the measurements on an H200 recorded in
+    /// BENCHMARKS.md (10⁷ P1 cells, fewer at higher orders):
+    ///
+    /// | cells | components | atomic | block sums | GlobalNZ |
+    /// | --- | --- | --- | --- | --- |
+    /// | triangles | 1 | P1, P5 | P2–P4 | |
+    /// | triangles | 2 | P1 | | P2 and up |
+    /// | tetrahedra | 1 | P1–P3 | | P4 |
+    /// | tetrahedra | 3 | P1 | | P2 and up |
+    ///
+    /// Element matrices heavier than these favour GlobalNZ (every element computed once,
+    /// the gather coalesced); the colouring, SharedNZ and by-row strategies lose
+    /// everywhere.
+    pub fn auto(dim: usize, order: usize, ncomp: usize) -> GpuStrategy {
+        match (dim, ncomp, order) {
+            (_, _, 1) => GpuStrategy::Atomic,
+            (2, 1, 2..=4) => GpuStrategy::BlockSums,
+            (2, 1, _) => GpuStrategy::Atomic,
+            (3, 1, 2 | 3) => GpuStrategy::Atomic,
+            _ => GpuStrategy::GlobalNz,
+        }
+    }
 
     /// The name used on command lines and in benchmark records.
     pub fn name(self) -> &'static str {
@@ -41,6 +72,7 @@ impl GpuStrategy {
             GpuStrategy::ElemColor => "elem-color",
             GpuStrategy::GlobalNz => "global-nz",
             GpuStrategy::SharedNz => "shared-nz",
+            GpuStrategy::BlockSums => "block-sums",
             GpuStrategy::LocalRow => "local-row",
         }
     }
@@ -54,6 +86,7 @@ impl GpuStrategy {
             }
             "global-nz" | "globalnz" => Some(GpuStrategy::GlobalNz),
             "shared-nz" | "sharednz" => Some(GpuStrategy::SharedNz),
+            "block-sums" | "blocksums" => Some(GpuStrategy::BlockSums),
             "local-row" | "localrow" => Some(GpuStrategy::LocalRow),
             _ => None,
         }
@@ -63,6 +96,15 @@ impl GpuStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_follows_the_measured_table() {
+        assert_eq!(GpuStrategy::auto(3, 1, 1), GpuStrategy::Atomic);
+        assert_eq!(GpuStrategy::auto(3, 4, 1), GpuStrategy::GlobalNz);
+        assert_eq!(GpuStrategy::auto(3, 2, 3), GpuStrategy::GlobalNz);
+        assert_eq!(GpuStrategy::auto(2, 2, 1), GpuStrategy::BlockSums);
+        assert_eq!(GpuStrategy::auto(2, 5, 1), GpuStrategy::Atomic);
+    }
 
     #[test]
     fn names_parse_back() {

@@ -85,6 +85,97 @@ pub(super) fn direct<T: Real, P: Physics<T>>(
     })
 }
 
+/// The Krylov solve of `op x = b` from `x = 0` by `case.solver` (Jacobi-preconditioned
+/// by `op`'s diagonal for PCG and GMRES), counted in the progress display; the statistics
+/// and the warnings of a solve stopped at the precision's limit.
+fn krylov<T: Real, A: LinearOperator<T>>(
+    case: &SolveCase<'_>,
+    op: &A,
+    b: &Vec<T>,
+    x: &mut Vec<T>,
+) -> Result<(ferrofem_solver::SolveStats, Vec<String>), PipelineError> {
+    let counted = Counted {
+        op,
+        progress: case.progress,
+        label: case.solver.name(),
+        applies: AtomicUsize::new(0),
+    };
+    let space = if preconditioned(case.solver) {
+        case.progress.stage("Jacobi diagonal");
+        let diag = op.diagonal().unwrap_or_default();
+        CpuSpace::with_jacobi(&counted, &diag)?
+    } else {
+        CpuSpace::new(&counted)?
+    };
+    let opts = KrylovOptions {
+        rtol: case.settings.rtol(),
+        max_iter: case.settings.max_iter,
+        ..KrylovOptions::default()
+    };
+    let result = match case.solver {
+        SolverKind::Gmres => gmres(
+            &space,
+            b,
+            x,
+            &opts,
+            &GmresOptions {
+                restart: GMRES_RESTART,
+                ..GmresOptions::default()
+            },
+        ),
+        SolverKind::Pcg => pcg(&space, b, x, &opts),
+        _ => cg(&space, b, x, &opts),
+    };
+    let mut warnings = Vec::new();
+    let stats = accept_accuracy_limit(result, &mut warnings)?;
+    Ok((stats, warnings))
+}
+
+/// Whether `solver` is Jacobi-preconditioned.
+fn preconditioned(solver: SolverKind) -> bool {
+    matches!(solver, SolverKind::Pcg | SolverKind::Gmres)
+}
+
+/// CG, Jacobi-PCG or Jacobi-GMRES on the assembled reduced system (Dirichlet dofs
+/// eliminated).
+pub(super) fn assembled<T: Real, P: Physics<T>>(
+    case: &SolveCase<'_>,
+    op: &FormOperator<T, P>,
+) -> Result<Outcome, PipelineError> {
+    let t = Instant::now();
+    case.progress.stage("assembling the matrix");
+    let neumann = case.neumann::<T>()?;
+    let sys = assemble_system_of(op, case.problem, &neumann, BcMode::Dirichlet)?;
+    let assembly = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut x = vec![T::zero(); sys.rhs.len()];
+    let (stats, warnings) = krylov(case, &sys.matrix, &sys.rhs, &mut x)?;
+    let solve = t.elapsed().as_secs_f64();
+    let mut u = case.problem.boundary_values.clone();
+    for (&d, &v) in sys.dof_map.free().iter().zip(&x) {
+        u[d as usize] = v.as_f64();
+    }
+    Ok(Outcome {
+        u,
+        method: format!(
+            "assembled ({} nonzeros), {}",
+            sys.matrix.nnz(),
+            match case.solver {
+                SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi"),
+                SolverKind::Pcg => "Jacobi-PCG".to_string(),
+                _ => "CG".to_string(),
+            }
+        ),
+        iterations: stats.iterations,
+        newton: None,
+        residual: ResidualReport::of_krylov(&stats),
+        setup: 0.0,
+        assembly,
+        solve,
+        warnings,
+    })
+}
+
 /// Matrix-free CG/PCG on the constrained operator.
 pub(super) fn matrix_free<T: Real, P: Physics<T>>(
     case: &SolveCase<'_>,
@@ -101,46 +192,11 @@ pub(super) fn matrix_free<T: Real, P: Physics<T>>(
         },
         constrained,
     )?;
-    let label = case.solver.name();
-    let counted = Counted {
-        op: &cop,
-        progress: case.progress,
-        label,
-        applies: AtomicUsize::new(0),
-    };
-    let preconditioned = matches!(case.solver, SolverKind::Pcg | SolverKind::Gmres);
-    let space = if preconditioned {
-        case.progress.stage("Jacobi diagonal");
-        let diag = cop.diagonal().unwrap_or_default();
-        CpuSpace::with_jacobi(&counted, &diag)?
-    } else {
-        CpuSpace::new(&counted)?
-    };
     let assembly = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let opts = KrylovOptions {
-        rtol: case.settings.rtol(),
-        max_iter: case.settings.max_iter,
-        ..KrylovOptions::default()
-    };
     // the correction w = u − g̃ from w = 0: the constrained rows carry no right-hand side
     let mut x = vec![T::zero(); b.len()];
-    let result = match case.solver {
-        SolverKind::Gmres => gmres(
-            &space,
-            &b,
-            &mut x,
-            &opts,
-            &GmresOptions {
-                restart: GMRES_RESTART,
-                ..GmresOptions::default()
-            },
-        ),
-        SolverKind::Pcg => pcg(&space, &b, &mut x, &opts),
-        _ => cg(&space, &b, &mut x, &opts),
-    };
-    let mut warnings = Vec::new();
-    let stats = accept_accuracy_limit(result, &mut warnings)?;
+    let (stats, warnings) = krylov(case, &cop, &b, &mut x)?;
     let solve = t.elapsed().as_secs_f64();
     let mut u = to_f64(&x);
     add_boundary_values(&mut u, constrained, &case.problem.boundary_values)?;
@@ -148,7 +204,7 @@ pub(super) fn matrix_free<T: Real, P: Physics<T>>(
         u,
         method: format!(
             "matrix-free Jacobian action, {}{}",
-            if preconditioned {
+            if preconditioned(case.solver) {
                 "Jacobi preconditioner"
             } else {
                 "no preconditioner"

@@ -42,7 +42,7 @@ mod robin;
 
 use crate::pipeline_error::PipelineError;
 use crate::seam::{Outcome, ProblemTraits, SolveBackend, SolveCase};
-use crate::settings::SolverKind;
+use crate::settings::{OperatorKind, SolverKind};
 use ferrofem_assembly::predicted_lagrange_system;
 use ferrofem_base::Real;
 use ferrofem_mesh::Mesh;
@@ -75,6 +75,8 @@ impl SolveBackend for CpuBackend {
     ) -> Result<Outcome, PipelineError> {
         if case.solver == SolverKind::Direct {
             linear::direct(case, op)
+        } else if case.settings.operator == OperatorKind::Assembled {
+            linear::assembled(case, op)
         } else {
             linear::matrix_free(case, op)
         }

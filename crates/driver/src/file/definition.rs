@@ -8,7 +8,7 @@ use crate::mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
 use crate::model_setup::ModelInput;
 use crate::pipeline_error::PipelineError;
 use crate::problem::Problem;
-use crate::settings::{Precision, SolveSettings, SolverKind};
+use crate::settings::{OperatorKind, Precision, SolveSettings, SolverKind};
 use ferrofem_physics::ModelKind;
 use std::path::PathBuf;
 
@@ -145,6 +145,22 @@ impl ProblemFile {
             Some(n) if *n.get_ref() >= 1 => *n.get_ref() as usize,
             Some(n) => return Err(self.error(&n.span(), "[solver] max_iter: at least 1")),
         };
+        let operator = match &sv.operator {
+            None => OperatorKind::MatrixFree,
+            Some(o) => match o.get_ref().as_str() {
+                "matrix-free" => OperatorKind::MatrixFree,
+                "assembled" => OperatorKind::Assembled,
+                other => {
+                    return Err(self.error(
+                        &o.span(),
+                        format!(
+                            "[solver] operator: unknown `{}` (expected matrix-free or assembled)",
+                            other.escape_debug()
+                        ),
+                    ))
+                }
+            },
+        };
         let outputs = Outputs {
             vtu: s
                 .output
@@ -174,6 +190,7 @@ impl ProblemFile {
                 precision,
                 rtol,
                 max_iter,
+                operator,
             },
             backend,
             outputs,

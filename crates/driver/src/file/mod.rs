@@ -31,6 +31,7 @@
 //!
 //! [solver]
 //! kind = "pcg"                  # pcg | cg | gmres | direct
+//! operator = "matrix-free"      # or "assembled" (the Krylov solvers on the assembled matrix)
 //! rtol = 1e-10
 //! backend = "auto"              # auto | cpu | cuda
 //! precision = "f64"

@@ -113,6 +113,7 @@ pub(crate) struct SolverSection {
     pub(crate) kind: Option<Spanned<String>>,
     pub(crate) rtol: Option<Spanned<f64>>,
     pub(crate) max_iter: Option<Spanned<i64>>,
+    pub(crate) operator: Option<Spanned<String>>,
     pub(crate) backend: Option<Spanned<String>>,
     pub(crate) precision: Option<Spanned<String>>,
 }

@@ -160,3 +160,21 @@ fn wave_material_keys_are_refused_in_solves() {
         "{msg}"
     );
 }
+
+#[test]
+fn the_solver_operator_is_read_and_checked() {
+    let f = ProblemFile::parse(
+        Path::new("case.toml"),
+        poisson(&format!(
+            "{GOOD_TAIL}\n[solver]\nkind = \"cg\"\noperator = \"assembled\"\n"
+        )),
+    )
+    .expect("parses");
+    let case = f.setup().expect("sets up");
+    assert_eq!(case.settings.operator, crate::OperatorKind::Assembled);
+    let (line, _, msg) = error_of(&poisson(&format!(
+        "{GOOD_TAIL}\n[solver]\noperator = \"matrix_free\"\n"
+    )));
+    assert_eq!(line, 17, "{msg}");
+    assert!(msg.contains("expected matrix-free or assembled"), "{msg}");
+}

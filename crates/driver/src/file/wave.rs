@@ -228,6 +228,7 @@ impl ProblemFile {
             (sv.kind.as_ref().map(|v| v.span()), "kind"),
             (sv.rtol.as_ref().map(|v| v.span()), "rtol"),
             (sv.max_iter.as_ref().map(|v| v.span()), "max_iter"),
+            (sv.operator.as_ref().map(|v| v.span()), "operator"),
         ] {
             if let Some(span) = span {
                 return Err(self.error(

@@ -6,6 +6,7 @@
 //! matrix-free on the device for the bake-off kernel ([`GpuBp::diagonal`]) and by the CPU
 //! form operator for the residual kernels.
 
+use super::assembled::AssembledSolve;
 use crate::model_setup::CasePhysics;
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
@@ -13,7 +14,7 @@ use crate::problem::{Definition, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::report::ResidualReport;
 use crate::seam::{Outcome, SolveCase};
-use crate::settings::{SolveSettings, SolverKind};
+use crate::settings::{OperatorKind, SolveSettings, SolverKind};
 use crate::terms::{correction_rhs, to_real};
 use ferrofem_base::{CellType, Real};
 use ferrofem_cuda::blas::GpuBlas;
@@ -56,7 +57,9 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
     let t = Instant::now();
     // the device computes the bake-off kernel's diagonal itself: the CPU's only where the
     // residual kernels run a Jacobi-preconditioned solve
-    let cpu_diagonal = needs_jacobi(solver) && !uses_bp_kernel(mesh, problem);
+    let cpu_diagonal = needs_jacobi(solver)
+        && !uses_bp_kernel(mesh, problem)
+        && settings.operator == OperatorKind::MatrixFree;
     progress.stage(if cpu_diagonal {
         "right-hand side, boundary lifting and Jacobi diagonal (CPU)"
     } else {
@@ -118,7 +121,7 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
 }
 
 /// Whether `solver` is preconditioned by Jacobi (and so needs the operator's diagonal).
-fn needs_jacobi(solver: SolverKind) -> bool {
+pub(super) fn needs_jacobi(solver: SolverKind) -> bool {
     matches!(solver, SolverKind::Pcg | SolverKind::Gmres)
 }
 
@@ -131,7 +134,7 @@ fn uses_bp_kernel(mesh: &Mesh, problem: &Problem) -> bool {
 }
 
 /// Solution correction, Krylov statistics, method description, build and solve seconds.
-type GpuRun = (Vec<f64>, ferrofem_solver::SolveStats, String, f64, f64);
+pub(super) type GpuRun = (Vec<f64>, ferrofem_solver::SolveStats, String, f64, f64);
 
 /// `diag`: the CPU's Jacobi diagonal (one on the constrained rows) where the device does
 /// not compute it (the residual kernels with a Jacobi-preconditioned `solver`).
@@ -167,103 +170,101 @@ fn run<G: GpuReal>(
     }
     // where the GPU operator numbers the nodes differently: new_of[old]
     let mut renumbered: Option<Vec<u32>> = None;
-    let (gop, scale, label) = if uses_bp_kernel(mesh, problem) {
-        let q1d = rule.rule_1d.as_ref().map(|r| r.len());
-        // the benchmarks' fastest kernel and geometry for this order, on the numbering they
-        // were measured on (interior-last: the solve carries its vectors there and back);
-        // the register caps were measured for p + 2 points, so other rules run uncapped
-        let p = space.order();
-        let (bp, plan) = BpPlan::fastest(
-            &DeviceClass::of(dev),
-            TensorKind::Diffusion { alpha: 0.0 },
-            q1d,
-            p,
-        );
-        let numbered = plan.number(space)?;
-        let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
-        renumbered = numbered.new_of().map(<[u32]>::to_vec);
-        let kappa = problem.constant_diffusion().unwrap_or(1.0);
-        (Op::Bp(op), kappa, "BP3 sum-factorised diffusion kernel")
-    } else if ct.is_simplex() {
-        // the operator's physics without its source (the right-hand side came from the CPU)
-        let cuda = match &problem.definition {
-            Definition::Model(m) => match &m.physics {
-                CasePhysics::Configured(p) => Physics::<f64>::cuda(&p.without_source()),
-                // the user's own f0 may hold the source: the Jacobian kernel applies
-                CasePhysics::Own(p) => Physics::<f64>::cuda(p),
-            },
-            Definition::Manufactured(m) => {
-                let o = &m.options;
-                match o.kind {
-                    ProblemKind::Poisson => {
-                        Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?)
-                    }
-                    ProblemKind::PoissonVarcoef => {
-                        Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?)
-                    }
-                    ProblemKind::Elasticity => {
-                        Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
-                    }
-                    ProblemKind::Nonlinear => unreachable!("checked linear"),
-                }
-            }
-        };
-        // the GPU kernel reads a nodal coefficient in the solution's scalar space
-        let scalar = space.with_ncomp(1)?;
-        let nodal: Vec<f64>;
-        let aux = match problem.aux() {
-            AuxField::None => Aux::None,
-            AuxField::Cellwise { values, .. } => Aux::Cellwise(values),
-            AuxField::Nodal { space: cs, values } => {
-                if cs.num_nodes() == scalar.num_nodes() && cs.order() == scalar.order() {
-                    Aux::Nodal(values)
-                } else if cs.order() <= scalar.order() {
-                    // the same field, represented exactly in the solution's space (P_k ⊂ P_p)
-                    nodal = represent_in(cs, values, &scalar)?;
-                    Aux::Nodal(&nodal)
-                } else {
-                    return Err(PipelineError::NoGpuPath(format!(
-                        "the GPU kernel reads the coefficient in the solution's space; a P{} coefficient does not fit P{}",
-                        cs.order(),
-                        scalar.order()
-                    )));
-                }
-            }
-        };
-        // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
-        // the physics is linear) is the operator
-        let own = matches!(
-            problem.model().map(|m| &m.physics),
-            Some(CasePhysics::Own(_))
-        );
-        let r = GpuResidual::<G>::new(
-            dev,
-            mesh,
-            space,
-            &cuda,
-            rule,
-            aux,
-            ResidualConfig::new(),
-            own,
-        )?;
-        if own {
-            let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
-            (
-                Op::Jac(JacobianAt::new(r, zero)?),
-                1.0,
-                "thread-transposition Jacobian kernel",
-            )
-        } else {
-            (Op::Res(r), 1.0, "thread-transposition residual kernel")
-        }
-    } else {
+    if settings.operator == OperatorKind::Assembled && !ct.is_simplex() {
         return Err(PipelineError::NoGpuPath(format!(
-            "the GPU solve covers Poisson with one constant coefficient on hexahedra and \
-             linear problems on triangles and tetrahedra, not {} on {}",
-            problem.name(),
-            ct
+            "the assembled GPU operator covers triangles and tetrahedra, not {ct} \
+             (--operator matrix-free)"
         )));
-    };
+    }
+    let (gop, scale, label) =
+        if uses_bp_kernel(mesh, problem) && settings.operator == OperatorKind::MatrixFree {
+            let q1d = rule.rule_1d.as_ref().map(|r| r.len());
+            // the benchmarks' fastest kernel and geometry for this order, on the numbering they
+            // were measured on (interior-last: the solve carries its vectors there and back);
+            // the register caps were measured for p + 2 points, so other rules run uncapped
+            let p = space.order();
+            let (bp, plan) = BpPlan::fastest(
+                &DeviceClass::of(dev),
+                TensorKind::Diffusion { alpha: 0.0 },
+                q1d,
+                p,
+            );
+            let numbered = plan.number(space)?;
+            let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
+            renumbered = numbered.new_of().map(<[u32]>::to_vec);
+            let kappa = problem.constant_diffusion().unwrap_or(1.0);
+            (Op::Bp(op), kappa, "BP3 sum-factorised diffusion kernel")
+        } else if ct.is_simplex() {
+            // the operator's physics without its source (the right-hand side came from the CPU)
+            let cuda = match &problem.definition {
+                Definition::Model(m) => match &m.physics {
+                    CasePhysics::Configured(p) => Physics::<f64>::cuda(&p.without_source()),
+                    // the user's own f0 may hold the source: the Jacobian kernel applies
+                    CasePhysics::Own(p) => Physics::<f64>::cuda(p),
+                },
+                Definition::Manufactured(m) => {
+                    let o = &m.options;
+                    match o.kind {
+                        ProblemKind::Poisson => {
+                            Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?)
+                        }
+                        ProblemKind::PoissonVarcoef => {
+                            Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?)
+                        }
+                        ProblemKind::Elasticity => {
+                            Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
+                        }
+                        ProblemKind::Nonlinear => unreachable!("checked linear"),
+                    }
+                }
+            };
+            let mut nodal = None;
+            let aux = device_aux(problem, &mut nodal)?;
+            // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
+            // the physics is linear) is the operator
+            let own = matches!(
+                problem.model().map(|m| &m.physics),
+                Some(CasePhysics::Own(_))
+            );
+            if settings.operator == OperatorKind::Assembled {
+                let a = AssembledSolve {
+                    dev,
+                    blas: &blas,
+                    space,
+                    physics: &cuda,
+                    rule,
+                    aux,
+                };
+                return a.run(problem, settings, solver, b, t, warnings);
+            }
+            let r = GpuResidual::<G>::new(
+                dev,
+                mesh,
+                space,
+                &cuda,
+                rule,
+                aux,
+                ResidualConfig::new(),
+                own,
+            )?;
+            if own {
+                let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
+                (
+                    Op::Jac(JacobianAt::new(r, zero)?),
+                    1.0,
+                    "thread-transposition Jacobian kernel",
+                )
+            } else {
+                (Op::Res(r), 1.0, "thread-transposition residual kernel")
+            }
+        } else {
+            return Err(PipelineError::NoGpuPath(format!(
+                "the GPU solve covers Poisson with one constant coefficient on hexahedra and \
+             linear problems on triangles and tetrahedra, not {} on {}",
+                problem.name(),
+                ct
+            )));
+        };
     // the right-hand side and the constrained dofs in the operator's numbering
     let (bd, dofs) = match &renumbered {
         Some(new_of) => {
@@ -322,45 +323,6 @@ fn run<G: GpuReal>(
     let build = t.elapsed().as_secs_f64();
     progress.stage("solving on the GPU");
     let t = Instant::now();
-    fn krylov<G: GpuReal, A: GpuLinearOperator<G>>(
-        op: &A,
-        blas: &GpuBlas<G>,
-        dofs: &[u32],
-        s: G,
-        diag: Option<DeviceVec<G>>,
-        solver: SolverKind,
-        b: &DeviceVec<G>,
-        x: &mut DeviceVec<G>,
-        opts: &SolveOptions,
-        warnings: &mut Vec<String>,
-    ) -> Result<ferrofem_solver::SolveStats, PipelineError> {
-        let c = Constrained::new(op, blas, dofs, s)?;
-        let jacobi = |diag: Option<DeviceVec<G>>| {
-            let d = diag.ok_or_else(|| {
-                PipelineError::NoGpuPath("Jacobi preconditioning without a diagonal".into())
-            })?;
-            GpuKrylov::with_jacobi_device(&c, blas, d).map_err(PipelineError::Gpu)
-        };
-        let result = match solver {
-            SolverKind::Pcg => {
-                let space = jacobi(diag)?;
-                pcg(&space, b, x, opts)
-            }
-            SolverKind::Gmres => {
-                let space = jacobi(diag)?;
-                let g = GmresOptions {
-                    restart: GMRES_RESTART,
-                    ..GmresOptions::default()
-                };
-                gmres(&space, b, x, opts, &g)
-            }
-            _ => {
-                let space = GpuKrylov::new(&c, blas);
-                cg(&space, b, x, opts)
-            }
-        };
-        Ok(accept_accuracy_limit(result, warnings)?)
-    }
     let stats = match &gop {
         Op::Bp(op) => krylov(
             op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
@@ -392,6 +354,77 @@ fn run<G: GpuReal>(
         }
     );
     Ok((w, stats, method, build, solve_s))
+}
+
+/// The Krylov solve of `op` (Dirichlet rows `dofs` as identity rows scaled by `s`; none
+/// for a reduced system) by `solver`, Jacobi-preconditioned by `diag` where it applies.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn krylov<G: GpuReal, A: GpuLinearOperator<G>>(
+    op: &A,
+    blas: &GpuBlas<G>,
+    dofs: &[u32],
+    s: G,
+    diag: Option<DeviceVec<G>>,
+    solver: SolverKind,
+    b: &DeviceVec<G>,
+    x: &mut DeviceVec<G>,
+    opts: &SolveOptions,
+    warnings: &mut Vec<String>,
+) -> Result<ferrofem_solver::SolveStats, PipelineError> {
+    let c = Constrained::new(op, blas, dofs, s)?;
+    let jacobi = |diag: Option<DeviceVec<G>>| {
+        let d = diag.ok_or_else(|| {
+            PipelineError::NoGpuPath("Jacobi preconditioning without a diagonal".into())
+        })?;
+        GpuKrylov::with_jacobi_device(&c, blas, d).map_err(PipelineError::Gpu)
+    };
+    let result = match solver {
+        SolverKind::Pcg => {
+            let space = jacobi(diag)?;
+            pcg(&space, b, x, opts)
+        }
+        SolverKind::Gmres => {
+            let space = jacobi(diag)?;
+            let g = GmresOptions {
+                restart: GMRES_RESTART,
+                ..GmresOptions::default()
+            };
+            gmres(&space, b, x, opts, &g)
+        }
+        _ => {
+            let space = GpuKrylov::new(&c, blas);
+            cg(&space, b, x, opts)
+        }
+    };
+    Ok(accept_accuracy_limit(result, warnings)?)
+}
+
+/// The problem's auxiliary field as the GPU kernels read it (a nodal coefficient in the
+/// solution's scalar space: represented there, in `store`, when it lives in a lower-order
+/// one).
+pub(super) fn device_aux<'a>(
+    problem: &'a Problem,
+    store: &'a mut Option<Vec<f64>>,
+) -> Result<Aux<'a>, PipelineError> {
+    let scalar = problem.space.with_ncomp(1)?;
+    Ok(match problem.aux() {
+        AuxField::None => Aux::None,
+        AuxField::Cellwise { values, .. } => Aux::Cellwise(values),
+        AuxField::Nodal { space: cs, values } => {
+            if cs.num_nodes() == scalar.num_nodes() && cs.order() == scalar.order() {
+                Aux::Nodal(values)
+            } else if cs.order() <= scalar.order() {
+                // the same field, represented exactly in the solution's space (P_k ⊂ P_p)
+                Aux::Nodal(store.insert(represent_in(cs, values, &scalar)?))
+            } else {
+                return Err(PipelineError::NoGpuPath(format!(
+                    "the GPU kernel reads the coefficient in the solution's space; a P{} coefficient does not fit P{}",
+                    cs.order(),
+                    scalar.order()
+                )));
+            }
+        }
+    })
 }
 
 /// The nodal values, in `to` (a scalar space on the same mesh of order ≥ `from`'s), of the

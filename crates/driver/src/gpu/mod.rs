@@ -10,7 +10,11 @@
 //! `--backend auto` answers by running on the CPU); a failure of the GPU itself is
 //! [`PipelineError::Gpu`] with the [`GpuError`] that says what failed.
 
+mod assemble;
+mod assembled;
 mod linear;
+
+pub use assemble::assemble_problem_gpu;
 mod newton;
 
 use crate::pipeline_error::PipelineError;
