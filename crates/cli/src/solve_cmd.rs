@@ -13,8 +13,8 @@ use ferrofem_driver::post::{
 };
 use ferrofem_driver::{
     select, solve_problem_with_fallback, solve_with_fallback, write_solution_vtu, Backend,
-    BackendArg, OperatorKind, ProblemFile, ProblemKind, Progress, Solution, SolveReport,
-    SolveSettings, SolverKind,
+    BackendArg, OperatorKind, Preconditioner, ProblemFile, ProblemKind, Progress, Solution,
+    SolveReport, SolveSettings, SolverKind,
 };
 use serde::Serialize;
 use std::io::Write;
@@ -46,6 +46,10 @@ pub struct SolveArgs {
     /// always assembles.
     #[arg(long, value_enum)]
     operator: Option<OperatorKind>,
+    /// Preconditioner of PCG and GMRES: jacobi, or chebyshev (a degree-3 Chebyshev
+    /// polynomial in the Jacobi-preconditioned operator).
+    #[arg(long, value_enum)]
+    preconditioner: Option<Preconditioner>,
     /// Where to run (default: auto, or the problem file's `[solver] backend`).
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
@@ -110,6 +114,7 @@ pub fn run(a: SolveArgs) -> Result<(), CliError> {
         rtol: a.rtol,
         max_iter: a.max_iter,
         operator: a.operator.unwrap_or_default(),
+        preconditioner: a.preconditioner.unwrap_or_default(),
     };
     let result = solve_with_fallback(
         &loaded.mesh,
@@ -207,6 +212,9 @@ fn run_file(path: &std::path::Path, a: SolveArgs) -> Result<(), CliError> {
     }
     if let Some(o) = a.operator {
         settings.operator = o;
+    }
+    if let Some(p) = a.preconditioner {
+        settings.preconditioner = p;
     }
     if a.rtol.is_some() {
         settings.rtol = a.rtol;

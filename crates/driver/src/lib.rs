@@ -33,6 +33,7 @@ pub mod export;
 pub mod file;
 #[cfg(feature = "cuda")]
 mod gpu;
+mod krylov;
 pub mod linear_system;
 pub mod mesh_input;
 pub mod model_setup;
@@ -66,5 +67,5 @@ pub use problem::{
 };
 pub use progress::{Progress, StepProgress};
 pub use report::{ErrorReport, NewtonReport, ResidualReport, Solution, SolveReport, Timings};
-pub use settings::{OperatorKind, Precision, SolveSettings, SolverKind};
+pub use settings::{OperatorKind, Precision, Preconditioner, SolveSettings, SolverKind};
 pub use solve::{solve, solve_problem, solve_problem_with_fallback, solve_with_fallback};

@@ -6,7 +6,7 @@
 
 use ferrofem_driver::{
     solve, solve_with_fallback, Backend, BackendArg, DirichletSpec, OperatorKind, PipelineError,
-    Precision, ProblemKind, ProblemOptions, Progress, SolveSettings, SolverKind,
+    Precision, Preconditioner, ProblemKind, ProblemOptions, Progress, SolveSettings, SolverKind,
 };
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 
@@ -196,6 +196,17 @@ fn check_assembled(
     solver: SolverKind,
     dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
 ) {
+    check_assembled_with(mesh, kind, order, solver, Preconditioner::Jacobi, dev)
+}
+
+fn check_assembled_with(
+    mesh: &Mesh,
+    kind: ProblemKind,
+    order: usize,
+    solver: SolverKind,
+    preconditioner: Preconditioner,
+    dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
+) {
     let options = ProblemOptions {
         kind,
         order,
@@ -217,6 +228,7 @@ fn check_assembled(
         solver: Some(solver),
         rtol: Some(1e-13),
         operator: OperatorKind::Assembled,
+        preconditioner,
         ..SolveSettings::default()
     };
     let on_gpu = Backend::Cuda(dev.clone());
@@ -264,6 +276,15 @@ fn assembled_gpu_solves_reach_the_cpu_direct_solution() {
         ProblemKind::PoissonVarcoef,
         2,
         SolverKind::Gmres,
+        &dev,
+    );
+    // Chebyshev–Jacobi on the device, through the same generic code as on the CPU
+    check_assembled_with(
+        &tets,
+        ProblemKind::Poisson,
+        2,
+        SolverKind::Pcg,
+        Preconditioner::Chebyshev,
         &dev,
     );
     check_assembled(

@@ -4,8 +4,8 @@
 
 use ferrofem_driver::{
     assemble_problem, solve, Backend, BcMode, CoefField, DirichletSpec, OperatorKind,
-    PipelineError, Precision, Problem, ProblemKind, ProblemOptions, Progress, Solution,
-    SolveSettings, SolverKind,
+    PipelineError, Precision, Preconditioner, Problem, ProblemKind, ProblemOptions, Progress,
+    Solution, SolveSettings, SolverKind,
 };
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use std::path::PathBuf;
@@ -145,12 +145,17 @@ fn direct_and_matrix_free_solvers_agree() {
         let u_ref = &direct.u;
         let scale = u_ref.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let krylov = [SolverKind::Pcg, SolverKind::Cg, SolverKind::Gmres];
-        for (solver, operator) in krylov
-            .iter()
-            .flat_map(|&k| [(k, OperatorKind::MatrixFree), (k, OperatorKind::Assembled)])
-        {
+        let variants = krylov.iter().flat_map(|&k| {
+            [
+                (k, OperatorKind::MatrixFree, Preconditioner::Jacobi),
+                (k, OperatorKind::Assembled, Preconditioner::Jacobi),
+                (k, OperatorKind::MatrixFree, Preconditioner::Chebyshev),
+            ]
+        });
+        for (solver, operator, preconditioner) in variants {
             let s = SolveSettings {
                 operator,
+                preconditioner,
                 ..settings(solver)
             };
             let it = run(spec, &opts, &s);
@@ -167,7 +172,7 @@ fn direct_and_matrix_free_solvers_agree() {
                     .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             assert!(
                 diff <= 1e-7 * scale,
-                "{spec} {kind:?}: {solver:?} ({operator:?}) differs from direct by {diff}"
+                "{spec} {kind:?}: {solver:?} ({operator:?}, {preconditioner:?}) differs from direct by {diff}"
             );
             assert!(it.report.iterations > 0);
             let (e1, e2) = (

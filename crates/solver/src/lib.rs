@@ -3,7 +3,8 @@
 //! - [`KrylovSpace`] is the vector backend Krylov methods are written against, so that one
 //!   CG serves host vectors ([`CpuSpace`], over any [`ferrofem_base::LinearOperator`],
 //!   assembled or matrix-free) and GPU device vectors.
-//! - [`cg`] and [`pcg`] (Jacobi) with [`SolveOptions`] / [`SolveStats`].
+//! - [`cg`] and [`pcg`] (Jacobi) with [`SolveOptions`] / [`SolveStats`];
+//!   [`ChebyshevSpace`]: Chebyshev–Jacobi preconditioning on any space.
 //! - [`gmres`]: restarted, right-preconditioned GMRES(m) ([`GmresOptions`]) for
 //!   nonsymmetric operators, on the same backend trait.
 //! - [`solve_direct`] / [`DirectFactorization`]: sparse Cholesky and LU through faer.
@@ -14,6 +15,7 @@
 //! [`SolverError`] that says what happened and where.
 
 pub mod backend;
+pub mod chebyshev;
 pub mod cpu;
 pub mod direct;
 pub mod error;
@@ -22,6 +24,7 @@ pub mod krylov;
 pub mod newton;
 
 pub use backend::KrylovSpace;
+pub use chebyshev::ChebyshevSpace;
 pub use cpu::CpuSpace;
 pub use direct::{solve_direct, DirectFactorization, DirectKind};
 pub use error::SolverError;

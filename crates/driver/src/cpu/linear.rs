@@ -4,6 +4,7 @@
 
 use super::counted::Counted;
 use super::robin::WithRobin;
+use crate::krylov::{preconditioner_name, run_krylov};
 use crate::linear_system::{assemble_system_of, BcMode};
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
@@ -14,10 +15,7 @@ use crate::terms::{correction_rhs, norm2, to_f64};
 use ferrofem_base::{LinearOperator, Real};
 use ferrofem_operator::{add_boundary_values, ConstrainedOperator, FormOperator};
 use ferrofem_physics::Physics;
-use ferrofem_solver::{
-    cg, gmres, pcg, CpuSpace, DirectFactorization, DirectKind, GmresOptions,
-    SolveOptions as KrylovOptions,
-};
+use ferrofem_solver::{CpuSpace, DirectFactorization, DirectKind, SolveOptions as KrylovOptions};
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
@@ -112,20 +110,14 @@ fn krylov<T: Real, A: LinearOperator<T>>(
         max_iter: case.settings.max_iter,
         ..KrylovOptions::default()
     };
-    let result = match case.solver {
-        SolverKind::Gmres => gmres(
-            &space,
-            b,
-            x,
-            &opts,
-            &GmresOptions {
-                restart: GMRES_RESTART,
-                ..GmresOptions::default()
-            },
-        ),
-        SolverKind::Pcg => pcg(&space, b, x, &opts),
-        _ => cg(&space, b, x, &opts),
-    };
+    let result = run_krylov(
+        &space,
+        case.solver,
+        case.settings.preconditioner,
+        b,
+        x,
+        &opts,
+    );
     let mut warnings = Vec::new();
     let stats = accept_accuracy_limit(result, &mut warnings)?;
     Ok((stats, warnings))
@@ -161,8 +153,12 @@ pub(super) fn assembled<T: Real, P: Physics<T>>(
             "assembled ({} nonzeros), {}",
             sys.matrix.nnz(),
             match case.solver {
-                SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi"),
-                SolverKind::Pcg => "Jacobi-PCG".to_string(),
+                SolverKind::Gmres => format!(
+                    "GMRES({GMRES_RESTART}), right {}",
+                    preconditioner_name(case.settings.preconditioner)
+                ),
+                SolverKind::Pcg =>
+                    format!("{}-PCG", preconditioner_name(case.settings.preconditioner)),
                 _ => "CG".to_string(),
             }
         ),
@@ -205,9 +201,12 @@ pub(super) fn matrix_free<T: Real, P: Physics<T>>(
         method: format!(
             "matrix-free Jacobian action, {}{}",
             if preconditioned(case.solver) {
-                "Jacobi preconditioner"
+                format!(
+                    "{} preconditioner",
+                    preconditioner_name(case.settings.preconditioner)
+                )
             } else {
-                "no preconditioner"
+                "no preconditioner".to_string()
             },
             if case.solver == SolverKind::Gmres {
                 format!(" (right), GMRES({GMRES_RESTART})")

@@ -8,7 +8,7 @@ use crate::mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
 use crate::model_setup::ModelInput;
 use crate::pipeline_error::PipelineError;
 use crate::problem::Problem;
-use crate::settings::{OperatorKind, Precision, SolveSettings, SolverKind};
+use crate::settings::{OperatorKind, Precision, Preconditioner, SolveSettings, SolverKind};
 use ferrofem_physics::ModelKind;
 use std::path::PathBuf;
 
@@ -161,6 +161,22 @@ impl ProblemFile {
                 }
             },
         };
+        let preconditioner = match &sv.preconditioner {
+            None => Preconditioner::Jacobi,
+            Some(o) => match o.get_ref().as_str() {
+                "jacobi" => Preconditioner::Jacobi,
+                "chebyshev" => Preconditioner::Chebyshev,
+                other => {
+                    return Err(self.error(
+                        &o.span(),
+                        format!(
+                            "[solver] preconditioner: unknown `{}` (expected jacobi or chebyshev)",
+                            other.escape_debug()
+                        ),
+                    ))
+                }
+            },
+        };
         let outputs = Outputs {
             vtu: s
                 .output
@@ -191,6 +207,7 @@ impl ProblemFile {
                 rtol,
                 max_iter,
                 operator,
+                preconditioner,
             },
             backend,
             outputs,

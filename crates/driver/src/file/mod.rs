@@ -32,6 +32,7 @@
 //! [solver]
 //! kind = "pcg"                  # pcg | cg | gmres | direct
 //! operator = "matrix-free"      # or "assembled" (the Krylov solvers on the assembled matrix)
+//! preconditioner = "jacobi"     # or "chebyshev" (PCG and GMRES)
 //! rtol = 1e-10
 //! backend = "auto"              # auto | cpu | cuda
 //! precision = "f64"

@@ -114,6 +114,7 @@ pub(crate) struct SolverSection {
     pub(crate) rtol: Option<Spanned<f64>>,
     pub(crate) max_iter: Option<Spanned<i64>>,
     pub(crate) operator: Option<Spanned<String>>,
+    pub(crate) preconditioner: Option<Spanned<String>>,
     pub(crate) backend: Option<Spanned<String>>,
     pub(crate) precision: Option<Spanned<String>>,
 }

@@ -166,12 +166,16 @@ fn the_solver_operator_is_read_and_checked() {
     let f = ProblemFile::parse(
         Path::new("case.toml"),
         poisson(&format!(
-            "{GOOD_TAIL}\n[solver]\nkind = \"cg\"\noperator = \"assembled\"\n"
+            "{GOOD_TAIL}\n[solver]\nkind = \"pcg\"\noperator = \"assembled\"\npreconditioner = \"chebyshev\"\n"
         )),
     )
     .expect("parses");
     let case = f.setup().expect("sets up");
     assert_eq!(case.settings.operator, crate::OperatorKind::Assembled);
+    assert_eq!(
+        case.settings.preconditioner,
+        crate::Preconditioner::Chebyshev
+    );
     let (line, _, msg) = error_of(&poisson(&format!(
         "{GOOD_TAIL}\n[solver]\noperator = \"matrix_free\"\n"
     )));

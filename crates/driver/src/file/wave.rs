@@ -229,6 +229,10 @@ impl ProblemFile {
             (sv.rtol.as_ref().map(|v| v.span()), "rtol"),
             (sv.max_iter.as_ref().map(|v| v.span()), "max_iter"),
             (sv.operator.as_ref().map(|v| v.span()), "operator"),
+            (
+                sv.preconditioner.as_ref().map(|v| v.span()),
+                "preconditioner",
+            ),
         ] {
             if let Some(span) = span {
                 return Err(self.error(

@@ -4,6 +4,7 @@
 //! device SpMV, the Jacobi diagonal read from the matrix on the device, every vector there.
 
 use super::linear::{krylov, needs_jacobi, GpuRun};
+use crate::krylov::preconditioner_name;
 use crate::pipeline_error::PipelineError;
 use crate::policy::GMRES_RESTART;
 use crate::problem::Problem;
@@ -91,7 +92,7 @@ impl<G: GpuReal> AssembledSolve<'_, G> {
             &[],
             G::one(),
             diag,
-            solver,
+            (solver, settings.preconditioner),
             &db,
             &mut dx,
             &opts,
@@ -110,8 +111,14 @@ impl<G: GpuReal> AssembledSolve<'_, G> {
             pattern.nnz(),
             strategy.name(),
             match solver {
-                SolverKind::Pcg => "Jacobi-PCG (diagonal of the matrix)".to_string(),
-                SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi"),
+                SolverKind::Pcg => format!(
+                    "{}-PCG (diagonal of the matrix)",
+                    preconditioner_name(settings.preconditioner)
+                ),
+                SolverKind::Gmres => format!(
+                    "GMRES({GMRES_RESTART}), right {}",
+                    preconditioner_name(settings.preconditioner)
+                ),
                 _ => "CG".to_string(),
             }
         );

@@ -7,6 +7,7 @@
 //! form operator for the residual kernels.
 
 use super::assembled::AssembledSolve;
+use crate::krylov::{preconditioner_name, run_krylov};
 use crate::model_setup::CasePhysics;
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
@@ -14,7 +15,7 @@ use crate::problem::{Definition, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::report::ResidualReport;
 use crate::seam::{Outcome, SolveCase};
-use crate::settings::{OperatorKind, SolveSettings, SolverKind};
+use crate::settings::{OperatorKind, Preconditioner, SolveSettings, SolverKind};
 use crate::terms::{correction_rhs, to_real};
 use ferrofem_base::{CellType, Real};
 use ferrofem_cuda::blas::GpuBlas;
@@ -26,7 +27,7 @@ use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::TensorKind;
 use ferrofem_operator::{add_boundary_values, AuxField, FormOperator};
 use ferrofem_physics::{Elasticity, Physics, Poisson, PoissonVarCoef};
-use ferrofem_solver::{cg, gmres, pcg, GmresOptions, SolveOptions};
+use ferrofem_solver::SolveOptions;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -325,13 +326,40 @@ fn run<G: GpuReal>(
     let t = Instant::now();
     let stats = match &gop {
         Op::Bp(op) => krylov(
-            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+            op,
+            &blas,
+            dofs,
+            s,
+            dd,
+            (solver, settings.preconditioner),
+            &db,
+            &mut dx,
+            &opts,
+            warnings,
         )?,
         Op::Res(op) => krylov(
-            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+            op,
+            &blas,
+            dofs,
+            s,
+            dd,
+            (solver, settings.preconditioner),
+            &db,
+            &mut dx,
+            &opts,
+            warnings,
         )?,
         Op::Jac(op) => krylov(
-            op, &blas, dofs, s, dd, solver, &db, &mut dx, &opts, warnings,
+            op,
+            &blas,
+            dofs,
+            s,
+            dd,
+            (solver, settings.preconditioner),
+            &db,
+            &mut dx,
+            &opts,
+            warnings,
         )?,
     };
     dev.synchronize()?;
@@ -348,8 +376,14 @@ fn run<G: GpuReal>(
         "GPU ({}): {label}, {}, every vector on the device",
         dev.name(),
         match solver {
-            SolverKind::Pcg => format!("Jacobi-PCG ({diag_where})"),
-            SolverKind::Gmres => format!("GMRES({GMRES_RESTART}), right Jacobi ({diag_where})"),
+            SolverKind::Pcg => format!(
+                "{}-PCG ({diag_where})",
+                preconditioner_name(settings.preconditioner)
+            ),
+            SolverKind::Gmres => format!(
+                "GMRES({GMRES_RESTART}), right {} ({diag_where})",
+                preconditioner_name(settings.preconditioner)
+            ),
             _ => "CG".to_string(),
         }
     );
@@ -365,7 +399,7 @@ pub(super) fn krylov<G: GpuReal, A: GpuLinearOperator<G>>(
     dofs: &[u32],
     s: G,
     diag: Option<DeviceVec<G>>,
-    solver: SolverKind,
+    (solver, preconditioner): (SolverKind, Preconditioner),
     b: &DeviceVec<G>,
     x: &mut DeviceVec<G>,
     opts: &SolveOptions,
@@ -379,22 +413,18 @@ pub(super) fn krylov<G: GpuReal, A: GpuLinearOperator<G>>(
         GpuKrylov::with_jacobi_device(&c, blas, d).map_err(PipelineError::Gpu)
     };
     let result = match solver {
-        SolverKind::Pcg => {
+        SolverKind::Pcg | SolverKind::Gmres => {
             let space = jacobi(diag)?;
-            pcg(&space, b, x, opts)
+            run_krylov(&space, solver, preconditioner, b, x, opts)
         }
-        SolverKind::Gmres => {
-            let space = jacobi(diag)?;
-            let g = GmresOptions {
-                restart: GMRES_RESTART,
-                ..GmresOptions::default()
-            };
-            gmres(&space, b, x, opts, &g)
-        }
-        _ => {
-            let space = GpuKrylov::new(&c, blas);
-            cg(&space, b, x, opts)
-        }
+        _ => run_krylov(
+            &GpuKrylov::new(&c, blas),
+            solver,
+            preconditioner,
+            b,
+            x,
+            opts,
+        ),
     };
     Ok(accept_accuracy_limit(result, warnings)?)
 }
