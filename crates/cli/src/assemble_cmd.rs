@@ -107,10 +107,9 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
     let (sys, where_) = match &backend {
         Backend::Cuda(dev) => {
             let space = &problem.space;
-            let s = a
-                .strategy
-                .0
-                .unwrap_or_else(|| GpuStrategy::auto(space.dim(), space.order(), space.ncomp()));
+            let s = a.strategy.0.unwrap_or_else(|| {
+                GpuStrategy::auto(space.element().cell_type(), space.order(), space.ncomp())
+            });
             match assemble_problem_gpu(dev, mesh, &problem, a.bc, a.problem.precision, Some(s)) {
                 Ok(sys) => (sys, format!("cuda ({}), {}", dev.name(), s.name())),
                 // what the GPU does not cover runs on the CPU under auto

@@ -1,5 +1,5 @@
-// Element matrices of a pointwise weak form on affine simplices, and their global CSR
-// assembly (Cecka, Lew & Darve 2011):
+// Element matrices of a pointwise weak form on affine simplices, quadrilaterals and
+// hexahedra, and their global CSR assembly (Cecka, Lew & Darve 2011):
 //
 //   K_e[ci*NB + i][cj*NB + j] = sum_q  phi_i G0 phi_j + phi_i G1.dphi_j + dphi_i.G2 phi_j
 //                                     + dphi_i.G3.dphi_j
@@ -34,6 +34,9 @@
 // AUX: 0 none; 1 nodal in the scalar space (aux[node]: value and gradient at the points);
 //      2 per cell (aux[cell]).
 // NEED_X: the physics reads the physical point.
+// TENSOR: quadrilaterals or hexahedra (Q_p, nodes lexicographic, P1D per direction): the Q1
+//      map through the corner nodes at every point (tensor.cuh); 0: affine simplices, the
+//      geometry from the vertex nodes (simplex.cuh).
 // CONST_G: the pulled-back blocks are the same at every point but for the weight (the
 //      physics reads neither x, u nor a nodal field, and the cells are affine), so they are
 //      computed once per cell without the weight (NPT = 1 "point") and the matrix is their
@@ -41,16 +44,23 @@
 //      cS1[l][i][j] = sum_q w_q phi_i dphi_j,l, cS2[k][i][j] = sum_q w_q dphi_i,k phi_j,
 //      cS3[k][l][i][j] = sum_q w_q dphi_i,k dphi_j,l (the tables of the present terms):
 //      NGQ products per entry instead of NGQ per point.
+// TR x TC: the entries a thread computes at a time in the matrix phase (per-point blocks
+//      only; 1 x 1 with CONST_G).
 // bad[0]: the complement of the lowest cell whose matrix has a non-finite entry; bad[1]: that
 // of the lowest cell with det J <= 0 (inverted or degenerate); 0 when none (so that zeroing
 // the two resets them).
-// Needs (host-prepended): prelude, simplex.cuh, physics source (ff_g0..ff_g3), the tables
+// Needs (host-prepended): prelude, simplex.cuh, with TENSOR tensor.cuh and its table cGeo,
+// physics source (ff_g0..ff_g3), the tables
 // cTab[(q*NB + b)*(DIM+1)] = phi_b(x_q) then its DIM reference derivatives, cWq[NQ], with
 // NEED_X the reference points cXq[NQ*DIM], and with CONST_G the reference tables cS0..cS3
 // of the present terms.
 
 #ifndef CONST_G
 #define CONST_G 0
+#endif
+#ifndef TR
+#define TR 1
+#define TC 1
 #endif
 #if CONST_G
 #define NPT 1
@@ -74,10 +84,16 @@ __device__ __forceinline__ u32 launch_cell(u32 k, u32 cell0, const u32* FF_RESTR
 __device__ __forceinline__ void point_blocks(u32 cell, int q, const u32* FF_RESTRICT offsets,
                                              const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec,
                                              const real* FF_RESTRICT aux, u32* bad, real* G) {
+    real g[DIM * DIM + 1];
+#if TENSOR
+    real xv[NV * DIM];
+    cell_corners(cell, offsets, coords, xv);
+    geometry_at_point(xv, q, g);
+#else
     real xv[(DIM + 1) * DIM];
     cell_vertices(cell, offsets, coords, xv);
-    real g[DIM * DIM + 1];
     geometry_from_vertices(xv, g);
+#endif
     const real det = g[DIM * DIM];
     if (!(det > (real)0)) atomicMax(bad + 1, ~cell);
 #if CONST_G
@@ -131,7 +147,10 @@ __device__ __forceinline__ void point_blocks(u32 cell, int q, const u32* FF_REST
 #endif
     (void)uvec;
     (void)aux;
-#if NEED_X
+#if NEED_X && TENSOR
+    real x[DIM];
+    mapped_point(xv, q, x);
+#elif NEED_X
     real x[DIM];
     affine_point(cXq + q * DIM, xv, x);
 #else
@@ -206,6 +225,35 @@ __device__ __forceinline__ void point_blocks(u32 cell, int q, const u32* FF_REST
 #endif
 }
 
+// One point's contribution to an entry of component block blk: the table rows ti, tj of its
+// row and column functions (value, then the DIM reference derivatives) and the point's
+// pulled-back blocks Gq
+__device__ __forceinline__ real point_term(const real* ti, const real* tj, const real* Gq, int blk) {
+    real v = 0;
+    (void)ti; (void)tj; (void)Gq; (void)blk;
+#if HAS_G0
+    v += ti[0] * Gq[OFF_G0 + blk] * tj[0];
+#endif
+#if HAS_G1
+#pragma unroll
+    for (int l = 0; l < DIM; l++) v += ti[0] * Gq[OFF_G1 + blk * DIM + l] * tj[1 + l];
+#endif
+#if HAS_G2
+#pragma unroll
+    for (int k = 0; k < DIM; k++) v += ti[1 + k] * Gq[OFF_G2 + blk * DIM + k] * tj[0];
+#endif
+#if HAS_G3
+#pragma unroll
+    for (int k = 0; k < DIM; k++) {
+        real s2 = 0;
+#pragma unroll
+        for (int l = 0; l < DIM; l++) s2 += Gq[OFF_G3 + (blk * DIM + k) * DIM + l] * tj[1 + l];
+        v += ti[1 + k] * s2;
+    }
+#endif
+    return v;
+}
+
 // Entry (r, s) of the element matrix whose pulled-back blocks are G[NPT][NGQ]
 __device__ __forceinline__ real matrix_entry(int r, int s, const real* G) {
     const int ci = r / NB, i = r - ci * NB;
@@ -231,34 +279,75 @@ __device__ __forceinline__ real matrix_entry(int r, int s, const real* G) {
     for (int kl = 0; kl < DIM * DIM; kl++) acc += G[OFF_G3 + b * DIM * DIM + kl] * cS3[kl * NB * NB + ij];
 #endif
 #else
+    for (int q = 0; q < NQ; q++)
+        acc += point_term(cTab + (q * NB + i) * (DIM + 1), cTab + (q * NB + j) * (DIM + 1), G + q * NGQ, b);
+#endif
+    return acc;
+}
+
+#if TR * TC > 1
+// Entries (r0 + a, s0 + b), a < TR, b < TC, of the element matrix whose pulled-back blocks
+// are G[NQ][NGQ] (per-point blocks only): each point's table rows are read once for the tile
+// rather than once per entry. Rows and columns beyond N are clamped (their values unused).
+__device__ __forceinline__ void matrix_tile(int r0, int s0, const real* G, real acc[TR][TC]) {
+    int ci[TR], ii[TR], cj[TC], jj[TC];
+#pragma unroll
+    for (int a = 0; a < TR; a++) {
+        const int r = min(r0 + a, N - 1);
+        ci[a] = r / NB;
+        ii[a] = r - ci[a] * NB;
+    }
+#pragma unroll
+    for (int b = 0; b < TC; b++) {
+        const int c = min(s0 + b, N - 1);
+        cj[b] = c / NB;
+        jj[b] = c - cj[b] * NB;
+    }
+#pragma unroll
+    for (int a = 0; a < TR; a++)
+#pragma unroll
+        for (int b = 0; b < TC; b++) acc[a][b] = 0;
     for (int q = 0; q < NQ; q++) {
-        const real* ti = cTab + (q * NB + i) * (DIM + 1);
-        const real* tj = cTab + (q * NB + j) * (DIM + 1);
         const real* Gq = G + q * NGQ;
-        (void)Gq; (void)ti; (void)tj; (void)b;
-#if HAS_G0
-        acc += ti[0] * Gq[OFF_G0 + b] * tj[0];
+        real ti[TR][DIM + 1], tj[TC][DIM + 1];
+#pragma unroll
+        for (int a = 0; a < TR; a++)
+#pragma unroll
+            for (int k = 0; k <= DIM; k++) ti[a][k] = cTab[(q * NB + ii[a]) * (DIM + 1) + k];
+#pragma unroll
+        for (int b = 0; b < TC; b++)
+#pragma unroll
+            for (int k = 0; k <= DIM; k++) tj[b][k] = cTab[(q * NB + jj[b]) * (DIM + 1) + k];
+#pragma unroll
+        for (int a = 0; a < TR; a++)
+#pragma unroll
+            for (int b = 0; b < TC; b++) acc[a][b] += point_term(ti[a], tj[b], Gq, ci[a] * NC + cj[b]);
+    }
+}
 #endif
-#if HAS_G1
-#pragma unroll
-        for (int l = 0; l < DIM; l++) acc += ti[0] * Gq[OFF_G1 + b * DIM + l] * tj[1 + l];
-#endif
-#if HAS_G2
-#pragma unroll
-        for (int k = 0; k < DIM; k++) acc += ti[1 + k] * Gq[OFF_G2 + b * DIM + k] * tj[0];
-#endif
-#if HAS_G3
-#pragma unroll
-        for (int k = 0; k < DIM; k++) {
-            real s2 = 0;
-#pragma unroll
-            for (int l = 0; l < DIM; l++) s2 += Gq[OFF_G3 + (b * DIM + k) * DIM + l] * tj[1 + l];
-            acc += ti[1 + k] * s2;
-        }
+
+// Entry e (row-major) of the matrix of `cell` (the `slot`-th of the launch or block) to its
+// destination: element data, shared memory, or CSR through the element -> nonzero map
+__device__ __forceinline__ void store_entry(u32 cell, u32 slot, u32 e, real v, const u32* FF_RESTRICT targets,
+                                            real* out, u32* bad) {
+    if (!isfinite(v)) atomicMax(bad, ~cell);
+#if OUT == 0
+    (void)targets; (void)slot;
+    out[(size_t)cell * STRIDE + e] = v;
+#elif OUT == 4
+    (void)targets; (void)cell;
+    out[(size_t)slot * NN + e] = v;
+#else
+    (void)slot;
+    const u32 k = targets[(size_t)cell * NN + e];
+    if (k != NO_TARGET) {
+#if OUT == 1
+        atomicAdd(out + k, v);
+#else
+        out[k] += v;
 #endif
     }
 #endif
-    return acc;
 }
 
 // The element matrices of cells[0..ncells) (or cell0 + k) into out: through the element ->
@@ -274,29 +363,30 @@ __device__ __forceinline__ void element_batch(u32 first, u32 here, u32 cell0, co
         point_blocks(cell, q, offsets, coords, uvec, aux, bad, sG + (lc * NPT + q) * NGQ);
     }
     __syncthreads();
+#if TR * TC > 1
+    // a tile of TR x TC entries per thread, tiles of one element matrix row-major
+    const u32 ntr = (N + TR - 1) / TR, ntc = (N + TC - 1) / TC, nt = ntr * ntc;
+    for (u32 t = threadIdx.x; t < here * nt; t += NT) {
+        const u32 lc = t / nt, w = t - lc * nt;
+        const u32 r0 = (w / ntc) * TR, s0 = (w - (w / ntc) * ntc) * TC;
+        const u32 cell = launch_cell(first + lc, cell0, cells);
+        real acc[TR][TC];
+        matrix_tile(r0, s0, sG + lc * NPT * NGQ, acc);
+#pragma unroll
+        for (int a = 0; a < TR; a++)
+#pragma unroll
+            for (int b = 0; b < TC; b++)
+                if (r0 + a < N && s0 + b < N)
+                    store_entry(cell, first + lc, (r0 + a) * N + s0 + b, acc[a][b], targets, out, bad);
+    }
+#else
     for (u32 t = threadIdx.x; t < here * NN; t += NT) {
         const u32 lc = t / NN, e = t - lc * NN;
         const u32 r = e / N, s = e - r * N;
         const u32 cell = launch_cell(first + lc, cell0, cells);
-        const real v = matrix_entry(r, s, sG + lc * NPT * NGQ);
-        if (!isfinite(v)) atomicMax(bad, ~cell);
-#if OUT == 0
-        (void)targets;
-        out[(size_t)cell * STRIDE + e] = v;
-#elif OUT == 4
-        (void)targets;
-        out[(size_t)(first + lc) * NN + e] = v;
-#else
-        const u32 k = targets[(size_t)cell * NN + e];
-        if (k != NO_TARGET) {
-#if OUT == 1
-            atomicAdd(out + k, v);
-#else
-            out[k] += v;
-#endif
-        }
-#endif
+        store_entry(cell, first + lc, e, matrix_entry(r, s, sG + lc * NPT * NGQ), targets, out, bad);
     }
+#endif
     __syncthreads();
 }
 

@@ -1,15 +1,11 @@
-// Affine simplex geometry shared by the residual and assembly kernels: the vertex
-// coordinates of a cell (its local nodes 0..DIM, through the restriction) and J^{-1}, det J
-// from them. Needs DIM and NB (nodes per cell) defined.
+// Cell geometry shared by the residual and assembly kernels: J^{-1} and det J from a
+// Jacobian, and for affine simplices the vertex coordinates of a cell (its local nodes
+// 0..DIM, through the restriction) and the Jacobian from them. Needs DIM and NB (nodes per
+// cell) defined.
 
-// J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and det J from the cell's vertex
-// coordinates x[v * DIM + i], v = 0..DIM
-__device__ __forceinline__ void geometry_from_vertices(const real* x, real* g) {
-    real J[DIM][DIM];
-#pragma unroll
-    for (int k = 0; k < DIM; k++)
-#pragma unroll
-        for (int i = 0; i < DIM; i++) J[i][k] = x[(k + 1) * DIM + i] - x[i];
+// J^{-1} (row-major, dxi_k/dx_i at [k*DIM+i]) and det J (at g[DIM*DIM]) from the Jacobian
+// J[i][k] = dx_i/dxi_k
+__device__ __forceinline__ void geometry_from_jacobian(const real J[DIM][DIM], real* g) {
 #if DIM == 2
     const real det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
     const real id = (real)1 / det;
@@ -35,6 +31,16 @@ __device__ __forceinline__ void geometry_from_vertices(const real* x, real* g) {
         for (int i = 0; i < 3; i++) g[k * 3 + i] = C[i][k] * id;
     g[9] = det;
 #endif
+}
+
+// J^{-1} and det J of the affine simplex of vertex coordinates x[v * DIM + i], v = 0..DIM
+__device__ __forceinline__ void geometry_from_vertices(const real* x, real* g) {
+    real J[DIM][DIM];
+#pragma unroll
+    for (int k = 0; k < DIM; k++)
+#pragma unroll
+        for (int i = 0; i < DIM; i++) J[i][k] = x[(k + 1) * DIM + i] - x[i];
+    geometry_from_jacobian(J, g);
 }
 
 // The vertex coordinates x[v * DIM + i] of cell c (its local nodes 0..DIM, read through

@@ -27,9 +27,13 @@ pub const BP_LATTICE: &str = include_str!("../kernels/bp_lattice.cu");
 /// header; host side in `bp/diag.rs`).
 pub const BP_DIAG: &str = include_str!("../kernels/bp_diag.cu");
 
-/// Affine simplex geometry from a cell's vertex nodes, shared by the residual and assembly
-/// kernels.
+/// Cell geometry from a Jacobian, and affine simplex geometry from a cell's vertex nodes,
+/// shared by the residual and assembly kernels.
 pub const SIMPLEX: &str = include_str!("../kernels/simplex.cuh");
+
+/// The Q1 geometry of quadrilaterals and hexahedra at quadrature points, for the assembly
+/// kernels.
+pub const TENSOR: &str = include_str!("../kernels/tensor.cuh");
 
 /// Residual evaluation and Jacobian action of pointwise forms on simplices (thread
 /// transposition of Knepley, Rupp & Terrel 2016, and the two baselines).

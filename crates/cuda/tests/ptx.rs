@@ -399,7 +399,8 @@ fn wave_kernels_compile_for_sm90() {
 }
 
 /// Every element-matrix specialisation of the GPU assembly tests (kernels/assembly.cu:
-/// every physics and strategy, P1–P5 triangles, P1–P4 tetrahedra, both precisions)
+/// every physics and strategy, P1–P5 triangles, P1–P4 tetrahedra, Q1–Q4 quadrilaterals and
+/// hexahedra, both precisions)
 /// compiles to sm_90 machine code.
 #[test]
 fn every_assembly_specialisation_compiles_for_sm90() {
@@ -408,7 +409,20 @@ fn every_assembly_specialisation_compiles_for_sm90() {
     }
     let mut specs: Vec<KernelSpec> = ferrofem_cuda::assembly::tested_cases()
         .iter()
-        .map(|c| c.kernel().unwrap_or_else(|e| panic!("{c:?}: {e}")).spec)
+        .filter_map(|c| match c.kernel() {
+            Ok(k) => Some(k.spec),
+            // an element matrix beyond a block's shared memory: refused, not compiled
+            Err(ferrofem_cuda::GpuError::Unsupported(_))
+                if matches!(
+                    c.strategy,
+                    ferrofem_cuda::assembly::GpuStrategy::SharedNz
+                        | ferrofem_cuda::assembly::GpuStrategy::BlockSums
+                ) && c.order > 2 =>
+            {
+                None
+            }
+            Err(e) => panic!("{c:?}: {e}"),
+        })
         .collect();
     specs.sort_by(|a, b| a.name.cmp(&b.name));
     specs.dedup_by(|a, b| a.name == b.name);

@@ -2,7 +2,7 @@
 //! is Jacobi, or Chebyshev–Jacobi of [`CHEBYSHEV_DEGREE`] wrapped around it when asked for.
 
 use crate::policy::GMRES_RESTART;
-use crate::settings::{Preconditioner, SolverKind};
+use crate::settings::{Preconditioner, SolveSettings, SolverKind};
 use ferrofem_base::Real;
 use ferrofem_solver::{
     cg, gmres, pcg, ChebyshevSpace, GmresOptions, KrylovSpace, SolveOptions, SolveStats,
@@ -46,5 +46,33 @@ pub(crate) fn preconditioner_name(p: Preconditioner) -> String {
     match p {
         Preconditioner::Jacobi => "Jacobi".to_string(),
         Preconditioner::Chebyshev => format!("Chebyshev–Jacobi (degree {CHEBYSHEV_DEGREE})"),
+    }
+}
+
+/// The Krylov solvers' options from the solve settings (tolerance and iteration cap).
+pub(crate) fn krylov_options(settings: &SolveSettings) -> SolveOptions {
+    SolveOptions {
+        rtol: settings.rtol(),
+        max_iter: settings.max_iter,
+        ..SolveOptions::default()
+    }
+}
+
+/// How a Krylov solve reads in a method description: `CG`, `<preconditioner>-PCG` or
+/// `GMRES(m), right <preconditioner>`, with where the Jacobi diagonal came from
+/// (`diagonal`) for the preconditioned ones.
+pub(crate) fn krylov_name(
+    solver: SolverKind,
+    preconditioner: Preconditioner,
+    diagonal: Option<&str>,
+) -> String {
+    let from = diagonal.map_or(String::new(), |d| format!(" ({d})"));
+    match solver {
+        SolverKind::Pcg => format!("{}-PCG{from}", preconditioner_name(preconditioner)),
+        SolverKind::Gmres => format!(
+            "GMRES({GMRES_RESTART}), right {}{from}",
+            preconditioner_name(preconditioner)
+        ),
+        _ => "CG".to_string(),
     }
 }

@@ -5,7 +5,8 @@
 
 use common::examples;
 use ferrofem_driver::{
-    solve_problem, Backend, Precision, ProblemFile, Progress, SolveSettings, SolverKind,
+    solve_problem, Backend, OperatorKind, Precision, ProblemFile, Progress, SolveSettings,
+    SolverKind,
 };
 
 mod common;
@@ -14,12 +15,29 @@ fn gpu() -> Option<std::sync::Arc<ferrofem_cuda::GpuDevice>> {
     ferrofem_cuda::GpuDevice::for_tests()
 }
 
-/// Solves `text` (a file in `examples/`) on the CPU and the GPU with `solver` in
-/// `precision` and returns the relative 2-norm difference of the solutions.
+/// Two regions with expression conductivities, an expression source, Dirichlet and Neumann
+/// boundaries on a Gmsh triangle mesh, P2.
+const LAYERS: &str = "[mesh]\nfile = \"meshes/two_layers_tri.msh\"\norder = 2\n\
+    [problem]\nkind = \"poisson\"\nsource = \"1e3 * sin(3*x) * (1 + y)\"\n\
+    [[material]]\nregion = \"copper\"\nkappa = \"400 * (1 + 0.5*x*y)\"\n\
+    [[material]]\nregion = \"steel\"\nkappa = \"50 + 20*exp(-x)\"\n\
+    [[boundary]]\nregion = \"hot\"\ndirichlet = \"100 + 10*y\"\n\
+    [[boundary]]\nregion = \"cold\"\ndirichlet = 0\n\
+    [[boundary]]\nregion = \"sides\"\nneumann = \"5 * x\"\n";
+
+/// Kirsch's plate example on its second-finest mesh.
+fn plate_hole() -> String {
+    std::fs::read_to_string(examples().join("plate_hole.toml"))
+        .expect("example")
+        .replace("plate_hole_3", "plate_hole_2")
+}
+
+/// Solves `text` (a file in `examples/`) on the CPU and the GPU with `solver` on `operator`
+/// in `precision` and returns the relative 2-norm difference of the solutions.
 fn cpu_vs_gpu(
     label: &str,
     text: &str,
-    solver: SolverKind,
+    (solver, operator): (SolverKind, OperatorKind),
     precision: Precision,
     dev: &std::sync::Arc<ferrofem_cuda::GpuDevice>,
 ) -> f64 {
@@ -35,6 +53,7 @@ fn cpu_vs_gpu(
             (Precision::F32, SolverKind::Gmres) => 1e-4,
             (Precision::F32, _) => 1e-6,
         }),
+        operator,
         ..SolveSettings::default()
     };
     let mesh = &case.mesh.mesh;
@@ -45,7 +64,9 @@ fn cpu_vs_gpu(
     let cpu = run(&Backend::cpu());
     let gpu = run(&Backend::Cuda(dev.clone()));
     assert!(
-        gpu.report.method.starts_with("GPU"),
+        gpu.report.method.starts_with("GPU")
+            && (operator == OperatorKind::MatrixFree
+                || gpu.report.method.contains("assembled on the device")),
         "{}",
         gpu.report.method
     );
@@ -70,16 +91,7 @@ fn cpu_vs_gpu(
 #[test]
 fn configured_physics_on_the_gpu_equals_the_cpu() {
     let Some(dev) = gpu() else { return };
-    let layers = "[mesh]\nfile = \"meshes/two_layers_tri.msh\"\norder = 2\n\
-        [problem]\nkind = \"poisson\"\nsource = \"1e3 * sin(3*x) * (1 + y)\"\n\
-        [[material]]\nregion = \"copper\"\nkappa = \"400 * (1 + 0.5*x*y)\"\n\
-        [[material]]\nregion = \"steel\"\nkappa = \"50 + 20*exp(-x)\"\n\
-        [[boundary]]\nregion = \"hot\"\ndirichlet = \"100 + 10*y\"\n\
-        [[boundary]]\nregion = \"cold\"\ndirichlet = 0\n\
-        [[boundary]]\nregion = \"sides\"\nneumann = \"5 * x\"\n";
-    let plate = std::fs::read_to_string(examples().join("plate_hole.toml"))
-        .expect("example")
-        .replace("plate_hole_3", "plate_hole_2");
+    let (layers, plate) = (LAYERS, plate_hole());
     let block = "[mesh]\nbox = \"tet:6x6x6,perturb=0.2,seed=3\"\norder = 2\n\
         [problem]\nkind = \"elasticity\"\nsource = [\"0\", \"0\", \"-rho\"]\n\
         [[material]]\nregion = \"all\"\nE = \"1 + 0.5*x*y\"\nnu = 0.25\nrho = 0.1\n\
@@ -96,10 +108,40 @@ fn configured_physics_on_the_gpu_equals_the_cpu() {
         ("graded block", block, SolverKind::Pcg),
         ("nonlinear diffusion", nonlinear, SolverKind::Gmres),
     ] {
-        let rel = cpu_vs_gpu(label, text, solver, Precision::F64, &dev);
+        let s = (solver, OperatorKind::MatrixFree);
+        let rel = cpu_vs_gpu(label, text, s, Precision::F64, &dev);
         assert!(rel <= 1e-10, "{label} f64: {rel:e}");
-        let rel = cpu_vs_gpu(label, text, solver, Precision::F32, &dev);
+        let rel = cpu_vs_gpu(label, text, s, Precision::F32, &dev);
         assert!(rel <= 1e-4, "{label} f32: {rel:e}");
+    }
+}
+
+/// The same files with `--operator assembled` (the matrix assembled on the device from the
+/// configured physics: region expressions, a nodal or cellwise coefficient), and the graded
+/// block on hexahedra, which only the assembled operator covers on the GPU: f64 within
+/// 1e-10 of the CPU.
+#[test]
+fn configured_physics_assembled_on_the_gpu_equals_the_cpu() {
+    let Some(dev) = gpu() else { return };
+    let (layers, plate) = (LAYERS, plate_hole());
+    let block = |cells: &str| {
+        format!(
+            "[mesh]\nbox = \"{cells},perturb=0.2,seed=3\"\norder = 2\n\
+        [problem]\nkind = \"elasticity\"\nsource = [\"0\", \"0\", \"-rho\"]\n\
+        [[material]]\nregion = \"all\"\nE = \"1 + 0.5*x*y\"\nnu = 0.25\nrho = 0.1\n\
+        [[boundary]]\nregion = \"zmin\"\ndirichlet = [0, 0, 0]\n\
+        [[boundary]]\nregion = \"zmax\"\nneumann = [\"0.01*nz\", 0, \"-0.02*x\"]\n"
+        )
+    };
+    for (label, text) in [
+        ("two layers", layers.to_string()),
+        ("plate with hole", plate),
+        ("graded block, tetrahedra", block("tet:6x6x6")),
+        ("graded block, hexahedra", block("hex:5x5x5")),
+    ] {
+        let s = (SolverKind::Pcg, OperatorKind::Assembled);
+        let rel = cpu_vs_gpu(label, &text, s, Precision::F64, &dev);
+        assert!(rel <= 1e-10, "{label} assembled f64: {rel:e}");
     }
 }
 
@@ -118,20 +160,26 @@ fn an_own_physics_on_the_gpu_equals_the_cpu() {
     };
     let cpu = solve_problem(mesh, &own, &settings, &Backend::cpu(), &Progress::hidden()).unwrap();
     let on_gpu = Backend::Cuda(dev.clone());
-    let gpu = solve_problem(mesh, &own, &settings, &on_gpu, &Progress::hidden()).unwrap();
-    assert!(
-        gpu.report.method.contains("Jacobian kernel"),
-        "{}",
-        gpu.report.method
-    );
-    let num: f64 = cpu.u.iter().zip(&gpu.u).map(|(a, b)| (a - b).powi(2)).sum();
-    let den: f64 = cpu.u.iter().map(|a| a * a).sum();
-    let rel = (num / den).sqrt();
-    eprintln!(
-        "own physics: relative difference {rel:.2e} ({})",
-        gpu.report.method
-    );
-    assert!(rel <= 1e-10, "{rel:e}");
+    // matrix-free (its Jacobian kernel) and assembled on the device (its g0..g3)
+    for (operator, says) in [
+        (OperatorKind::MatrixFree, "Jacobian kernel"),
+        (OperatorKind::Assembled, "assembled on the device"),
+    ] {
+        let s = SolveSettings {
+            operator,
+            ..settings.clone()
+        };
+        let gpu = solve_problem(mesh, &own, &s, &on_gpu, &Progress::hidden()).unwrap();
+        assert!(gpu.report.method.contains(says), "{}", gpu.report.method);
+        let num: f64 = cpu.u.iter().zip(&gpu.u).map(|(a, b)| (a - b).powi(2)).sum();
+        let den: f64 = cpu.u.iter().map(|a| a * a).sum();
+        let rel = (num / den).sqrt();
+        eprintln!(
+            "own physics: relative difference {rel:.2e} ({})",
+            gpu.report.method
+        );
+        assert!(rel <= 1e-10, "{operator:?}: {rel:e}");
+    }
 }
 
 /// The wave example (two solids on an unstructured Gmsh mesh, free top, absorbing sides

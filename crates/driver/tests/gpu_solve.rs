@@ -301,21 +301,22 @@ fn assembled_gpu_solves_reach_the_cpu_direct_solution() {
         SolverKind::Cg,
         &dev,
     );
-    // hexahedra have no assembled GPU path: refused, not run matrix-free in its place
-    let hex = b("hex:3x3x3");
-    let s = SolveSettings {
-        operator: OperatorKind::Assembled,
-        ..SolveSettings::default()
-    };
-    let err = solve(
-        &hex,
-        &ProblemOptions::default(),
-        &s,
-        &Backend::Cuda(dev.clone()),
-        &Progress::hidden(),
-    )
-    .unwrap_err();
-    assert!(matches!(err, PipelineError::NoGpuPath(_)), "{err}");
+    // quadrilaterals and hexahedra: assembled on the device (the matrix-free path has no
+    // kernel for elasticity or a varying coefficient there)
+    check_assembled(
+        &b("hex:6x6x6,perturb=0.2,seed=2"),
+        ProblemKind::PoissonVarcoef,
+        2,
+        SolverKind::Pcg,
+        &dev,
+    );
+    check_assembled(
+        &b("quad:16x16,perturb=0.2,seed=2"),
+        ProblemKind::Elasticity,
+        3,
+        SolverKind::Gmres,
+        &dev,
+    );
 }
 
 /// Newton–GMRES on the GPU (the default solver there for the nonlinear problem) against

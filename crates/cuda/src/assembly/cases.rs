@@ -10,13 +10,13 @@ use crate::GpuError;
 use ferrofem_base::CellType;
 use ferrofem_fe::{LagrangeElement, QuadratureRule};
 
-/// One tested assembly: a physics of [`case_physics`] on simplices of one order.
+/// One tested assembly: a physics of [`case_physics`] on cells of one type and order.
 #[derive(Clone, Debug)]
 pub struct AssemblyCase {
     /// Physics name for [`case_physics`].
     pub physics: &'static str,
-    /// Dimension (triangles or tetrahedra).
-    pub dim: usize,
+    /// The cell type.
+    pub cell: CellType,
     /// Polynomial order.
     pub order: usize,
     /// Single precision.
@@ -34,18 +34,19 @@ impl AssemblyCase {
             .map_err(|e| GpuError::Unsupported(e.to_string()))
     }
 
-    /// Triangles or tetrahedra.
+    /// The cell type.
     pub fn cell_type(&self) -> CellType {
-        if self.dim == 2 {
-            CellType::Triangle
-        } else {
-            CellType::Tetrahedron
-        }
+        self.cell
+    }
+
+    /// The dimension of the cells.
+    pub fn dim(&self) -> usize {
+        self.cell.dim()
     }
 
     /// The kernel specialisation (for the compile check).
     pub fn kernel(&self) -> Result<AssemblyKernel, GpuError> {
-        let (_, cuda, aux) = case_physics(self.physics, self.dim)?;
+        let (_, cuda, aux) = case_physics(self.physics, self.dim())?;
         let el = LagrangeElement::new(self.cell_type(), self.order)
             .map_err(|e| GpuError::Unsupported(e.to_string()))?;
         let n = el.num_nodes() * cuda.ncomp;
@@ -79,9 +80,10 @@ impl AssemblyCase {
     }
 }
 
-/// Every configuration the GPU assembly tests use: each physics with each strategy at
-/// order 2, every order (P1–P5 triangles, P1–P4 tetrahedra) for Poisson and elasticity,
-/// single precision, and Dirichlet elimination.
+/// Every configuration the GPU assembly tests use, on each cell type: each physics with
+/// each strategy at order 2, every order (P1–P5 triangles, P1–P4 tetrahedra, Q1–Q4
+/// quadrilaterals and hexahedra) for Poisson and elasticity, single precision, and
+/// Dirichlet elimination.
 pub fn tested_cases() -> Vec<AssemblyCase> {
     const PHYSICS: [&str; 7] = [
         "poisson",
@@ -92,33 +94,38 @@ pub fn tested_cases() -> Vec<AssemblyCase> {
         "screened-poisson",
         "nonlinear",
     ];
-    let case = |physics, dim, order, f32, strategy, eliminate| AssemblyCase {
+    let case = |physics, cell, order, f32, strategy, eliminate| AssemblyCase {
         physics,
-        dim,
+        cell,
         order,
         f32,
         strategy,
         eliminate,
     };
     let mut v = Vec::new();
-    for dim in [2, 3] {
+    for cell in [
+        CellType::Triangle,
+        CellType::Tetrahedron,
+        CellType::Quadrilateral,
+        CellType::Hexahedron,
+    ] {
         for physics in PHYSICS {
             for s in GpuStrategy::ALL {
-                v.push(case(physics, dim, 2, false, s, false));
+                v.push(case(physics, cell, 2, false, s, false));
             }
         }
-        let top = if dim == 2 { 5 } else { 4 };
+        let top = if cell == CellType::Triangle { 5 } else { 4 };
         for order in (1..=top).filter(|&p| p != 2) {
             for physics in ["poisson", "elasticity"] {
                 for s in GpuStrategy::ALL {
-                    v.push(case(physics, dim, order, false, s, false));
+                    v.push(case(physics, cell, order, false, s, false));
                 }
             }
         }
         for physics in ["poisson", "elasticity", "nonlinear"] {
             for s in GpuStrategy::ALL {
-                v.push(case(physics, dim, 1, true, s, false));
-                v.push(case(physics, dim, 2, false, s, true));
+                v.push(case(physics, cell, 1, true, s, false));
+                v.push(case(physics, cell, 2, false, s, true));
             }
         }
     }

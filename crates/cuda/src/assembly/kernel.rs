@@ -2,7 +2,7 @@
 //! without a device so that CI can compile every case.
 
 use crate::compile::KernelSpec;
-use crate::residual::{simplex_dim, table_source};
+use crate::residual::table_source;
 use crate::{sources, GpuError, GpuReal};
 use ferrofem_fe::{LagrangeElement, QuadratureRule};
 use ferrofem_physics::CudaPhysics;
@@ -95,9 +95,16 @@ pub fn assembly_kernel<T: GpuReal>(
     out: Output,
     stride: usize,
 ) -> Result<AssemblyKernel, GpuError> {
-    let d = simplex_dim(physics, element, "the GPU assembly kernels")?;
-    let nonlinear = !physics.linear;
     let ct = element.cell_type();
+    let d = ct.dim();
+    if physics.dim != d {
+        return Err(GpuError::Unsupported(format!(
+            "physics is {}-D, mesh is {d}-D",
+            physics.dim
+        )));
+    }
+    let tensor = !ct.is_simplex();
+    let nonlinear = !physics.linear;
     if rule.cell_type != ct {
         return Err(GpuError::Unsupported(format!(
             "quadrature rule for {}, mesh of {ct}",
@@ -126,8 +133,9 @@ pub fn assembly_kernel<T: GpuReal>(
             + d * usize::from(j.g1)
             + d * usize::from(j.g2)
             + d * d * usize::from(j.g3));
-    // element-constant blocks: contracted with reference tables instead of per point
-    let const_g = !physics.reads_x && aux != AuxKind::Nodal && !nonlinear;
+    // element-constant blocks (affine cells): contracted with reference tables instead of
+    // per point
+    let const_g = !tensor && !physics.reads_x && aux != AuxKind::Nodal && !nonlinear;
     let npt = if const_g { 1 } else { nq };
     let cell_bytes = T::BYTES * npt * per_point.max(1);
     if cell_bytes > SHARED_LIMIT {
@@ -188,6 +196,22 @@ pub fn assembly_kernel<T: GpuReal>(
             String::new()
         }
     );
+    if tensor {
+        // the Q1 map's shape values and reference gradients at the points, corners
+        // lexicographic (tensor.cuh)
+        let q1 = LagrangeElement::new(ct, 1)
+            .and_then(|e| e.tabulate(&rule.points))
+            .map_err(|e| GpuError::Unsupported(e.to_string()))?;
+        let nv = q1.num_basis;
+        let mut geo = Vec::with_capacity(nq * nv * (d + 1));
+        for q in 0..nq {
+            for v in 0..nv {
+                geo.push(q1.values[q * nv + v]);
+                geo.extend_from_slice(&q1.grads[(q * nv + v) * d..(q * nv + v + 1) * d]);
+            }
+        }
+        tables.push_str(&arr("cGeo", &geo));
+    }
     if const_g {
         let s = ReferenceTables::new(&tab.values, &tab.grads, &rule.weights, nb, d);
         for (present, name, table) in [
@@ -202,18 +226,30 @@ pub fn assembly_kernel<T: GpuReal>(
         }
     }
     let source = format!(
-        "{}\n{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}\n{}",
         sources::PRELUDE,
         sources::SIMPLEX,
         physics.source,
         tables,
+        if tensor { sources::TENSOR } else { "" },
         sources::ASSEMBLY
     );
+    // entries per thread in the matrix phase: 2 x 2 tiles (each point's table rows read once
+    // per tile) where they won on an H200 — hexahedra Q1–Q4 and quadrilaterals Q3–Q4 (element
+    // kernel, Q1 / Q2 / Q3 hexahedra 22.1 / 91.4 / 218.9 against 15.9 / 79.0 / 179.1 ms; Q3 / Q4
+    // quadrilaterals, atomics, 5.57 / 12.26 against 3.43 / 9.86 ms); Q1–Q2 quadrilaterals lost
+    // (element kernel 1.53 / 2.64 against 1.71 / 2.85 ms); one entry elsewhere
+    let (tr, tc) = if tensor && !const_g && !(d == 2 && element.order() <= 2) {
+        (2, 2)
+    } else {
+        (1, 1)
+    };
     let spec = KernelSpec::new(
         format!(
-            "asm_{}_{}_p{}_q{nq}_{out:?}_{aux:?}{}",
+            "asm_{}_{}_{}{}_q{nq}_t{tr}x{tc}_{out:?}_{aux:?}{}",
             physics.name,
             T::NAME,
+            ct.name(),
             element.order(),
             if nonlinear { "_nl" } else { "" }
         ),
@@ -221,6 +257,10 @@ pub fn assembly_kernel<T: GpuReal>(
     )
     .define("REAL", T::CTYPE)
     .define("DIM", d)
+    .define("TENSOR", u32::from(tensor))
+    .define("TR", tr)
+    .define("TC", tc)
+    .define("P1D", element.order() + 1)
     .define("NB", nb)
     .define("NQ", nq)
     .define("NC", nc)

@@ -1,5 +1,6 @@
 //! The GPU assembly strategies (Cecka, Lew & Darve 2011, §4) that ferrofem implements.
 
+use ferrofem_base::CellType;
 /// How the element matrices reach the CSR values on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuStrategy {
@@ -42,8 +43,8 @@ impl GpuStrategy {
     ];
 
     /// The fastest strategy for f64 element matrices of `ncomp` components at `order` on
-    /// simplices of dimension `dim`, by the measurements on an H200 recorded in
-    /// BENCHMARKS.md (10⁷ P1 cells, fewer at higher orders):
+    /// `cell`s, by the measurements on an H200 recorded in BENCHMARKS.md (10⁷ P1 cells,
+    /// fewer at higher orders):
     ///
     /// | cells | components | atomic | block sums | GlobalNZ |
     /// | --- | --- | --- | --- | --- |
@@ -51,16 +52,24 @@ impl GpuStrategy {
     /// | triangles | 2 | P1 | | P2 and up |
     /// | tetrahedra | 1 | P1–P3 | | P4 |
     /// | tetrahedra | 3 | P1 | | P2 and up |
+    /// | quadrilaterals | 1 | Q2–Q4 | | |
+    /// | hexahedra | 1 | Q1–Q4 | | |
     ///
-    /// Element matrices heavier than these favour GlobalNZ (every element computed once,
-    /// the gather coalesced); the colouring, SharedNZ and by-row strategies lose
-    /// everywhere.
-    pub fn auto(dim: usize, order: usize, ncomp: usize) -> GpuStrategy {
-        match (dim, ncomp, order) {
+    /// On simplices, element matrices heavier than these favour GlobalNZ (every element
+    /// computed once, the gather coalesced). On Q1 quadrilaterals one thread per row
+    /// (local rows) wins; elsewhere the colouring, SharedNZ and by-row strategies lose. The
+    /// tensor cells' element kernel is compute-bound above Q1 (every entry summed over every
+    /// point), which makes the strategies close there (Q4 hexahedra: atomics 433 ms, GlobalNZ
+    /// 427 ms, which holds twice the memory); vector physics on tensor cells take atomics,
+    /// unmeasured.
+    pub fn auto(cell: CellType, order: usize, ncomp: usize) -> GpuStrategy {
+        match (cell, ncomp, order) {
+            (CellType::Quadrilateral, 1, 1) => GpuStrategy::LocalRow,
+            (CellType::Quadrilateral | CellType::Hexahedron, _, _) => GpuStrategy::Atomic,
             (_, _, 1) => GpuStrategy::Atomic,
-            (2, 1, 2..=4) => GpuStrategy::BlockSums,
-            (2, 1, _) => GpuStrategy::Atomic,
-            (3, 1, 2 | 3) => GpuStrategy::Atomic,
+            (CellType::Triangle, 1, 2..=4) => GpuStrategy::BlockSums,
+            (CellType::Triangle, 1, _) => GpuStrategy::Atomic,
+            (CellType::Tetrahedron, 1, 2 | 3) => GpuStrategy::Atomic,
             _ => GpuStrategy::GlobalNz,
         }
     }
@@ -99,11 +108,17 @@ mod tests {
 
     #[test]
     fn auto_follows_the_measured_table() {
-        assert_eq!(GpuStrategy::auto(3, 1, 1), GpuStrategy::Atomic);
-        assert_eq!(GpuStrategy::auto(3, 4, 1), GpuStrategy::GlobalNz);
-        assert_eq!(GpuStrategy::auto(3, 2, 3), GpuStrategy::GlobalNz);
-        assert_eq!(GpuStrategy::auto(2, 2, 1), GpuStrategy::BlockSums);
-        assert_eq!(GpuStrategy::auto(2, 5, 1), GpuStrategy::Atomic);
+        use CellType::{Hexahedron, Tetrahedron, Triangle};
+        assert_eq!(GpuStrategy::auto(Tetrahedron, 1, 1), GpuStrategy::Atomic);
+        assert_eq!(GpuStrategy::auto(Tetrahedron, 4, 1), GpuStrategy::GlobalNz);
+        assert_eq!(GpuStrategy::auto(Tetrahedron, 2, 3), GpuStrategy::GlobalNz);
+        assert_eq!(GpuStrategy::auto(Triangle, 2, 1), GpuStrategy::BlockSums);
+        assert_eq!(GpuStrategy::auto(Triangle, 5, 1), GpuStrategy::Atomic);
+        assert_eq!(GpuStrategy::auto(Hexahedron, 2, 1), GpuStrategy::Atomic);
+        assert_eq!(
+            GpuStrategy::auto(CellType::Quadrilateral, 1, 1),
+            GpuStrategy::LocalRow
+        );
     }
 
     #[test]

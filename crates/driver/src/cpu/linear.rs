@@ -4,8 +4,8 @@
 
 use super::counted::Counted;
 use super::robin::WithRobin;
-use crate::krylov::{preconditioner_name, run_krylov};
-use crate::linear_system::{assemble_system_of, BcMode};
+use crate::krylov::{krylov_name, krylov_options, preconditioner_name, run_krylov};
+use crate::linear_system::{assemble_system_of, BcMode, LinearSystem};
 use crate::pipeline_error::PipelineError;
 use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
 use crate::report::{ratio, ResidualReport};
@@ -15,20 +15,37 @@ use crate::terms::{correction_rhs, norm2, to_f64};
 use ferrofem_base::{LinearOperator, Real};
 use ferrofem_operator::{add_boundary_values, ConstrainedOperator, FormOperator};
 use ferrofem_physics::Physics;
-use ferrofem_solver::{CpuSpace, DirectFactorization, DirectKind, SolveOptions as KrylovOptions};
+use ferrofem_solver::{CpuSpace, DirectFactorization, DirectKind};
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
+
+/// The reduced system (Dirichlet dofs eliminated) and the seconds it took.
+fn reduced_system<T: Real, P: Physics<T>>(
+    case: &SolveCase<'_>,
+    op: &FormOperator<T, P>,
+) -> Result<(LinearSystem<T>, f64), PipelineError> {
+    let t = Instant::now();
+    case.progress.stage("assembling the matrix");
+    let neumann = case.neumann::<T>()?;
+    let sys = assemble_system_of(op, case.problem, &neumann, BcMode::Dirichlet)?;
+    Ok((sys, t.elapsed().as_secs_f64()))
+}
+
+/// The full solution: the boundary values, and `x` at the free dofs of `sys`.
+fn full_solution<T: Real>(case: &SolveCase<'_>, sys: &LinearSystem<T>, x: &[T]) -> Vec<f64> {
+    let mut u = case.problem.boundary_values.clone();
+    for (&d, &v) in sys.dof_map.free().iter().zip(x) {
+        u[d as usize] = v.as_f64();
+    }
+    u
+}
 
 /// Assembled reduced system, Cholesky (symmetric) or LU.
 pub(super) fn direct<T: Real, P: Physics<T>>(
     case: &SolveCase<'_>,
     op: &FormOperator<T, P>,
 ) -> Result<Outcome, PipelineError> {
-    let t = Instant::now();
-    case.progress.stage("assembling the matrix");
-    let neumann = case.neumann::<T>()?;
-    let sys = assemble_system_of(op, case.problem, &neumann, BcMode::Dirichlet)?;
-    let assembly = t.elapsed().as_secs_f64();
+    let (sys, assembly) = reduced_system(case, op)?;
     let t = Instant::now();
     case.progress.stage(format!(
         "factorising the {} x {} matrix ({} nonzeros)",
@@ -53,12 +70,8 @@ pub(super) fn direct<T: Real, P: Physics<T>>(
             .map(|(&b, &a)| b - a)
             .collect::<Vec<T>>(),
     );
-    let mut u = case.problem.boundary_values.clone();
-    for (&d, &v) in sys.dof_map.free().iter().zip(&x) {
-        u[d as usize] = v.as_f64();
-    }
     Ok(Outcome {
-        u,
+        u: full_solution(case, &sys, &x),
         method: format!(
             "assembled ({} nonzeros), sparse {} (faer)",
             sys.matrix.nnz(),
@@ -105,11 +118,7 @@ fn krylov<T: Real, A: LinearOperator<T>>(
     } else {
         CpuSpace::new(&counted)?
     };
-    let opts = KrylovOptions {
-        rtol: case.settings.rtol(),
-        max_iter: case.settings.max_iter,
-        ..KrylovOptions::default()
-    };
+    let opts = krylov_options(case.settings);
     let result = run_krylov(
         &space,
         case.solver,
@@ -134,33 +143,17 @@ pub(super) fn assembled<T: Real, P: Physics<T>>(
     case: &SolveCase<'_>,
     op: &FormOperator<T, P>,
 ) -> Result<Outcome, PipelineError> {
-    let t = Instant::now();
-    case.progress.stage("assembling the matrix");
-    let neumann = case.neumann::<T>()?;
-    let sys = assemble_system_of(op, case.problem, &neumann, BcMode::Dirichlet)?;
-    let assembly = t.elapsed().as_secs_f64();
+    let (sys, assembly) = reduced_system(case, op)?;
     let t = Instant::now();
     let mut x = vec![T::zero(); sys.rhs.len()];
     let (stats, warnings) = krylov(case, &sys.matrix, &sys.rhs, &mut x)?;
     let solve = t.elapsed().as_secs_f64();
-    let mut u = case.problem.boundary_values.clone();
-    for (&d, &v) in sys.dof_map.free().iter().zip(&x) {
-        u[d as usize] = v.as_f64();
-    }
     Ok(Outcome {
-        u,
+        u: full_solution(case, &sys, &x),
         method: format!(
             "assembled ({} nonzeros), {}",
             sys.matrix.nnz(),
-            match case.solver {
-                SolverKind::Gmres => format!(
-                    "GMRES({GMRES_RESTART}), right {}",
-                    preconditioner_name(case.settings.preconditioner)
-                ),
-                SolverKind::Pcg =>
-                    format!("{}-PCG", preconditioner_name(case.settings.preconditioner)),
-                _ => "CG".to_string(),
-            }
+            krylov_name(case.solver, case.settings.preconditioner, None)
         ),
         iterations: stats.iterations,
         newton: None,

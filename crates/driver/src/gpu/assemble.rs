@@ -1,14 +1,17 @@
 //! The assembled system of a problem on the GPU (`ferrofem assemble --backend cuda`): the
 //! matrix by one of the device assembly strategies, Dirichlet dofs eliminated through the
 //! plan's dof map, and the lifted right-hand side `−r(g)` at the free rows from the residual
-//! kernel at the boundary values (the natural-boundary load added on the device). The same
-//! system as the CPU's [`crate::assemble_problem`].
+//! at the boundary values less the natural-boundary load: on the device by the residual
+//! kernel on simplices, from the CPU form operator on quadrilaterals and hexahedra (the
+//! residual kernels are simplex-only). The same system as the CPU's
+//! [`crate::assemble_problem`].
 
 use super::linear::device_aux;
 use crate::linear_system::{BcMode, LinearSystem};
 use crate::pipeline_error::PipelineError;
 use crate::problem::{FormVisitor, Problem};
 use crate::settings::Precision;
+use crate::terms::{full_residual, to_real};
 use ferrofem_assembly::{AssemblyPlan, DofMap};
 use ferrofem_base::Real;
 use ferrofem_cuda::assembly::{GpuAssembly, GpuStrategy};
@@ -23,8 +26,8 @@ use std::sync::Arc;
 
 /// Assembles `problem`'s system on `dev` with `strategy` (`None`: the measured table's,
 /// [`GpuStrategy::auto`]) in `precision`, returned in f64 for export. Refuses (with
-/// [`PipelineError::NoGpuPath`]) what the device assembly does not cover: cells other than
-/// triangles and tetrahedra, and Robin conditions.
+/// [`PipelineError::NoGpuPath`]) what the device assembly does not cover: Robin
+/// conditions.
 pub fn assemble_problem_gpu(
     dev: &Arc<GpuDevice>,
     mesh: &Mesh,
@@ -33,20 +36,15 @@ pub fn assemble_problem_gpu(
     precision: Precision,
     strategy: Option<GpuStrategy>,
 ) -> Result<LinearSystem<f64>, PipelineError> {
-    if !mesh.cell_type().is_simplex() {
-        return Err(PipelineError::NoGpuPath(format!(
-            "the GPU assembly covers triangles and tetrahedra, not {}",
-            mesh.cell_type()
-        )));
-    }
     if problem.robin::<f64>().is_some() {
         return Err(PipelineError::NoGpuPath(
             "Robin conditions are assembled on the CPU (--backend cpu)".into(),
         ));
     }
     let space = &problem.space;
-    let strategy =
-        strategy.unwrap_or_else(|| GpuStrategy::auto(space.dim(), space.order(), space.ncomp()));
+    let strategy = strategy.unwrap_or_else(|| {
+        GpuStrategy::auto(space.element().cell_type(), space.order(), space.ncomp())
+    });
     let v = Visitor {
         dev,
         mesh,
@@ -110,24 +108,33 @@ impl Visitor<'_> {
             GpuAssembly::<G>::new(dev, space, &plan, &cuda, op.rule(), aux, self.strategy)?;
         asm.assemble(Some(&ud))?;
         // r(u0) minus the natural-boundary load, then −r at the free rows
-        let res = GpuResidual::<G>::new(
-            dev,
-            self.mesh,
-            space,
-            &cuda,
-            op.rule(),
-            aux,
-            ResidualConfig::new().for_physics(&cuda),
-            false,
-        )?;
-        let mut r = DeviceVec::<G>::zeros(dev, n, "residual")?;
-        res.apply(&ud, &mut r)?;
         let neumann = problem.neumann_load(self.mesh)?;
-        if neumann.iter().any(|&v| v != 0.0) {
-            let nd: Vec<G> = neumann.iter().map(|&x| G::of(x)).collect();
-            let nd = DeviceVec::from_host(dev, &nd, "natural-boundary load")?;
-            GpuBlas::<G>::new(dev)?.axpy(-G::one(), &nd, &mut r)?;
-        }
+        let r = if self.mesh.cell_type().is_simplex() {
+            let res = GpuResidual::<G>::new(
+                dev,
+                self.mesh,
+                space,
+                &cuda,
+                op.rule(),
+                aux,
+                ResidualConfig::new().for_physics(&cuda),
+                false,
+            )?;
+            let mut r = DeviceVec::<G>::zeros(dev, n, "residual")?;
+            res.apply(&ud, &mut r)?;
+            if neumann.iter().any(|&v| v != 0.0) {
+                let nd: Vec<G> = neumann.iter().map(|&x| G::of(x)).collect();
+                let nd = DeviceVec::from_host(dev, &nd, "natural-boundary load")?;
+                GpuBlas::<G>::new(dev)?.axpy(-G::one(), &nd, &mut r)?;
+            }
+            r
+        } else {
+            let mut r = vec![T::zero(); n];
+            let state: Vec<T> = u0.iter().map(|x| T::of(x.as_f64())).collect();
+            full_residual(op, &to_real(&neumann), &state, &mut r);
+            let rg: Vec<G> = r.iter().map(|x| G::of(x.as_f64())).collect();
+            DeviceVec::from_host(dev, &rg, "residual")?
+        };
         let p = plan.pattern();
         let csr = GpuCsr::<G>::new(dev, p.row_ptr(), p.col_idx())?;
         let free = DeviceVec::from_host(dev, map.free(), "free dofs")?;

@@ -4,9 +4,8 @@
 //! device SpMV, the Jacobi diagonal read from the matrix on the device, every vector there.
 
 use super::linear::{krylov, needs_jacobi, GpuRun};
-use crate::krylov::preconditioner_name;
+use crate::krylov::{krylov_name, krylov_options};
 use crate::pipeline_error::PipelineError;
-use crate::policy::GMRES_RESTART;
 use crate::problem::Problem;
 use crate::settings::{SolveSettings, SolverKind};
 use ferrofem_assembly::{AssemblyPlan, DofMap};
@@ -17,7 +16,6 @@ use ferrofem_cuda::sparse::{CsrOperator, GpuCsr};
 use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
 use ferrofem_fe::QuadratureRule;
 use ferrofem_physics::CudaPhysics;
-use ferrofem_solver::SolveOptions;
 use ferrofem_space::H1Space;
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,7 +48,7 @@ impl<G: GpuReal> AssembledSolve<'_, G> {
         let dev = self.dev;
         let map = DofMap::new(space.num_dofs(), &problem.dirichlet_dofs)?;
         let plan = AssemblyPlan::new(space.restriction(), Some(&map))?;
-        let strategy = GpuStrategy::auto(space.dim(), space.order(), space.ncomp());
+        let strategy = GpuStrategy::auto(space.element().cell_type(), space.order(), space.ncomp());
         let mut asm = GpuAssembly::<G>::new(
             dev,
             space,
@@ -78,11 +76,7 @@ impl<G: GpuReal> AssembledSolve<'_, G> {
         } else {
             None
         };
-        let opts = SolveOptions {
-            rtol: settings.rtol(),
-            max_iter: settings.max_iter,
-            ..SolveOptions::default()
-        };
+        let opts = krylov_options(settings);
         dev.synchronize()?;
         let build = t.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -110,17 +104,11 @@ impl<G: GpuReal> AssembledSolve<'_, G> {
             dev.name(),
             pattern.nnz(),
             strategy.name(),
-            match solver {
-                SolverKind::Pcg => format!(
-                    "{}-PCG (diagonal of the matrix)",
-                    preconditioner_name(settings.preconditioner)
-                ),
-                SolverKind::Gmres => format!(
-                    "GMRES({GMRES_RESTART}), right {}",
-                    preconditioner_name(settings.preconditioner)
-                ),
-                _ => "CG".to_string(),
-            }
+            krylov_name(
+                solver,
+                settings.preconditioner,
+                Some("diagonal of the matrix")
+            )
         );
         Ok((w, stats, method, build, solve_s))
     }

@@ -1,16 +1,17 @@
 //! The GPU's linear solves, every Krylov vector on the device: CG, Jacobi-PCG or
 //! Jacobi-GMRES. The operator is the bake-off diffusion kernel on hexahedra (Poisson) or the
-//! residual kernel of the problem's physics on triangles and tetrahedra; the right-hand side
+//! residual kernel of the problem's physics on triangles and tetrahedra, or, with
+//! `--operator assembled`, the matrix assembled on the device (any cell); the right-hand side
 //! (forcing, boundary lifting, Neumann load) comes from the CPU form operator once, and
 //! Dirichlet rows are identity rows on the device. The Jacobi diagonal is computed
 //! matrix-free on the device for the bake-off kernel ([`GpuBp::diagonal`]) and by the CPU
 //! form operator for the residual kernels.
 
 use super::assembled::AssembledSolve;
-use crate::krylov::{preconditioner_name, run_krylov};
+use crate::krylov::{krylov_name, krylov_options, run_krylov};
 use crate::model_setup::CasePhysics;
 use crate::pipeline_error::PipelineError;
-use crate::policy::{accept_accuracy_limit, GMRES_RESTART};
+use crate::policy::accept_accuracy_limit;
 use crate::problem::{Definition, Problem, ProblemKind};
 use crate::progress::Progress;
 use crate::report::ResidualReport;
@@ -22,11 +23,11 @@ use ferrofem_cuda::blas::GpuBlas;
 use ferrofem_cuda::bp::{BpPlan, DeviceClass, GpuBp};
 use ferrofem_cuda::krylov::{Constrained, GpuKrylov, GpuLinearOperator, JacobianAt};
 use ferrofem_cuda::residual::{Aux, GpuResidual, ResidualConfig};
-use ferrofem_cuda::{DeviceVec, GpuDevice, GpuReal};
+use ferrofem_cuda::{DeviceVec, GpuDevice, GpuError, GpuReal};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::tensor::TensorKind;
 use ferrofem_operator::{add_boundary_values, AuxField, FormOperator};
-use ferrofem_physics::{Elasticity, Physics, Poisson, PoissonVarCoef};
+use ferrofem_physics::{CudaPhysics, Elasticity, Physics, Poisson, PoissonVarCoef};
 use ferrofem_solver::SolveOptions;
 use std::sync::Arc;
 use std::time::Instant;
@@ -137,8 +138,70 @@ fn uses_bp_kernel(mesh: &Mesh, problem: &Problem) -> bool {
 /// Solution correction, Krylov statistics, method description, build and solve seconds.
 pub(super) type GpuRun = (Vec<f64>, ferrofem_solver::SolveStats, String, f64, f64);
 
+/// The matrix-free device operator of a solve.
+// one per solve, on the stack for its duration: the variants' sizes do not matter
+#[allow(clippy::large_enum_variant)]
+enum MatrixFree<G: GpuReal> {
+    /// The bake-off diffusion kernel (hexahedra).
+    Bp(GpuBp<G>),
+    /// The residual kernel of a linear physics without its source.
+    Res(GpuResidual<G>),
+    /// The Jacobian kernel at zero (the user's own physics, whose `f0` may hold a source).
+    Jac(JacobianAt<G>),
+}
+
+impl<G: GpuReal> GpuLinearOperator<G> for MatrixFree<G> {
+    fn dim(&self) -> usize {
+        match self {
+            MatrixFree::Bp(op) => op.dim(),
+            MatrixFree::Res(op) => op.dim(),
+            MatrixFree::Jac(op) => op.dim(),
+        }
+    }
+    fn apply_device(&self, x: &DeviceVec<G>, y: &mut DeviceVec<G>) -> Result<(), GpuError> {
+        match self {
+            MatrixFree::Bp(op) => op.apply_device(x, y),
+            MatrixFree::Res(op) => op.apply_device(x, y),
+            MatrixFree::Jac(op) => op.apply_device(x, y),
+        }
+    }
+    fn output_vector(&self, dev: &Arc<GpuDevice>, what: &str) -> Result<DeviceVec<G>, GpuError> {
+        match self {
+            MatrixFree::Bp(op) => GpuLinearOperator::output_vector(op, dev, what),
+            MatrixFree::Res(op) => op.output_vector(dev, what),
+            MatrixFree::Jac(op) => op.output_vector(dev, what),
+        }
+    }
+}
+
+/// The CUDA half of the problem's linear operator, without its source (the right-hand
+/// side comes from the CPU; the user's own physics keeps its `f0`, which only the residual
+/// would read).
+fn operator_physics(problem: &Problem, dim: usize) -> Result<CudaPhysics, PipelineError> {
+    Ok(match &problem.definition {
+        Definition::Model(m) => match &m.physics {
+            CasePhysics::Configured(p) => Physics::<f64>::cuda(&p.without_source()),
+            CasePhysics::Own(p) => Physics::<f64>::cuda(p),
+        },
+        Definition::Manufactured(m) => {
+            let o = &m.options;
+            match o.kind {
+                ProblemKind::Poisson => Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?),
+                ProblemKind::PoissonVarcoef => {
+                    Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?)
+                }
+                ProblemKind::Elasticity => {
+                    Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
+                }
+                ProblemKind::Nonlinear => unreachable!("checked linear"),
+            }
+        }
+    })
+}
+
 /// `diag`: the CPU's Jacobi diagonal (one on the constrained rows) where the device does
 /// not compute it (the residual kernels with a Jacobi-preconditioned `solver`).
+#[allow(clippy::too_many_arguments)]
 fn run<G: GpuReal>(
     mesh: &Mesh,
     problem: &Problem,
@@ -152,120 +215,100 @@ fn run<G: GpuReal>(
     warnings: &mut Vec<String>,
 ) -> Result<GpuRun, PipelineError> {
     let t = Instant::now();
-    progress.stage(if needs_jacobi(solver) && uses_bp_kernel(mesh, problem) {
-        "building the GPU operator and its Jacobi diagonal (kernels compiled or loaded from the cache)"
-    } else {
-        "building the GPU operator (kernels compiled or loaded from the cache)"
+    let bp = uses_bp_kernel(mesh, problem) && settings.operator == OperatorKind::MatrixFree;
+    progress.stage(match settings.operator {
+        OperatorKind::Assembled => "assembling the matrix on the GPU (kernels compiled or loaded from the cache)",
+        OperatorKind::MatrixFree if needs_jacobi(solver) && bp => {
+            "building the GPU operator and its Jacobi diagonal (kernels compiled or loaded from the cache)"
+        }
+        OperatorKind::MatrixFree => {
+            "building the GPU operator (kernels compiled or loaded from the cache)"
+        }
     });
     let blas = GpuBlas::<G>::new(dev)?;
     let space = &problem.space;
     let ct = mesh.cell_type();
     let dim = mesh.dim();
     let conv = |v: &[f64]| v.iter().map(|&x| G::of(x)).collect::<Vec<G>>();
-    // one per solve, on the stack for its duration: the variants' sizes do not matter
-    #[allow(clippy::large_enum_variant)]
-    enum Op<G: GpuReal> {
-        Bp(GpuBp<G>),
-        Res(GpuResidual<G>),
-        Jac(JacobianAt<G>),
+    if settings.operator == OperatorKind::Assembled {
+        let cuda = operator_physics(problem, dim)?;
+        let mut nodal = None;
+        let a = AssembledSolve {
+            dev,
+            blas: &blas,
+            space,
+            physics: &cuda,
+            rule,
+            aux: device_aux(problem, &mut nodal)?,
+        };
+        return a.run(problem, settings, solver, b, t, warnings);
     }
     // where the GPU operator numbers the nodes differently: new_of[old]
     let mut renumbered: Option<Vec<u32>> = None;
-    if settings.operator == OperatorKind::Assembled && !ct.is_simplex() {
-        return Err(PipelineError::NoGpuPath(format!(
-            "the assembled GPU operator covers triangles and tetrahedra, not {ct} \
-             (--operator matrix-free)"
-        )));
-    }
-    let (gop, scale, label) =
-        if uses_bp_kernel(mesh, problem) && settings.operator == OperatorKind::MatrixFree {
-            let q1d = rule.rule_1d.as_ref().map(|r| r.len());
-            // the benchmarks' fastest kernel and geometry for this order, on the numbering they
-            // were measured on (interior-last: the solve carries its vectors there and back);
-            // the register caps were measured for p + 2 points, so other rules run uncapped
-            let p = space.order();
-            let (bp, plan) = BpPlan::fastest(
-                &DeviceClass::of(dev),
-                TensorKind::Diffusion { alpha: 0.0 },
-                q1d,
-                p,
-            );
-            let numbered = plan.number(space)?;
-            let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
-            renumbered = numbered.new_of().map(<[u32]>::to_vec);
-            let kappa = problem.constant_diffusion().unwrap_or(1.0);
-            (Op::Bp(op), kappa, "BP3 sum-factorised diffusion kernel")
-        } else if ct.is_simplex() {
-            // the operator's physics without its source (the right-hand side came from the CPU)
-            let cuda = match &problem.definition {
-                Definition::Model(m) => match &m.physics {
-                    CasePhysics::Configured(p) => Physics::<f64>::cuda(&p.without_source()),
-                    // the user's own f0 may hold the source: the Jacobian kernel applies
-                    CasePhysics::Own(p) => Physics::<f64>::cuda(p),
-                },
-                Definition::Manufactured(m) => {
-                    let o = &m.options;
-                    match o.kind {
-                        ProblemKind::Poisson => {
-                            Physics::<f64>::cuda(&Poisson::new(dim, o.kappa, None)?)
-                        }
-                        ProblemKind::PoissonVarcoef => {
-                            Physics::<f64>::cuda(&PoissonVarCoef::new(dim, None)?)
-                        }
-                        ProblemKind::Elasticity => {
-                            Physics::<f64>::cuda(&Elasticity::new(dim, o.lambda, o.mu, None)?)
-                        }
-                        ProblemKind::Nonlinear => unreachable!("checked linear"),
-                    }
-                }
-            };
-            let mut nodal = None;
-            let aux = device_aux(problem, &mut nodal)?;
-            // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
-            // the physics is linear) is the operator
-            let own = matches!(
-                problem.model().map(|m| &m.physics),
-                Some(CasePhysics::Own(_))
-            );
-            if settings.operator == OperatorKind::Assembled {
-                let a = AssembledSolve {
-                    dev,
-                    blas: &blas,
-                    space,
-                    physics: &cuda,
-                    rule,
-                    aux,
-                };
-                return a.run(problem, settings, solver, b, t, warnings);
-            }
-            let r = GpuResidual::<G>::new(
-                dev,
-                mesh,
-                space,
-                &cuda,
-                rule,
-                aux,
-                ResidualConfig::new(),
-                own,
-            )?;
-            if own {
-                let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
-                (
-                    Op::Jac(JacobianAt::new(r, zero)?),
-                    1.0,
-                    "thread-transposition Jacobian kernel",
-                )
-            } else {
-                (Op::Res(r), 1.0, "thread-transposition residual kernel")
-            }
+    let (gop, scale, label) = if bp {
+        let q1d = rule.rule_1d.as_ref().map(|r| r.len());
+        // the benchmarks' fastest kernel and geometry for this order, on the numbering they
+        // were measured on (interior-last: the solve carries its vectors there and back);
+        // the register caps were measured for p + 2 points, so other rules run uncapped
+        let p = space.order();
+        let (bp, plan) = BpPlan::fastest(
+            &DeviceClass::of(dev),
+            TensorKind::Diffusion { alpha: 0.0 },
+            q1d,
+            p,
+        );
+        let numbered = plan.number(space)?;
+        let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
+        renumbered = numbered.new_of().map(<[u32]>::to_vec);
+        let kappa = problem.constant_diffusion().unwrap_or(1.0);
+        (
+            MatrixFree::Bp(op),
+            kappa,
+            "BP3 sum-factorised diffusion kernel",
+        )
+    } else if ct.is_simplex() {
+        let cuda = operator_physics(problem, dim)?;
+        let mut nodal = None;
+        let aux = device_aux(problem, &mut nodal)?;
+        // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
+        // the physics is linear) is the operator
+        let own = matches!(
+            problem.model().map(|m| &m.physics),
+            Some(CasePhysics::Own(_))
+        );
+        let r = GpuResidual::<G>::new(
+            dev,
+            mesh,
+            space,
+            &cuda,
+            rule,
+            aux,
+            ResidualConfig::new(),
+            own,
+        )?;
+        if own {
+            let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
+            (
+                MatrixFree::Jac(JacobianAt::new(r, zero)?),
+                1.0,
+                "thread-transposition Jacobian kernel",
+            )
         } else {
-            return Err(PipelineError::NoGpuPath(format!(
-                "the GPU solve covers Poisson with one constant coefficient on hexahedra and \
-             linear problems on triangles and tetrahedra, not {} on {}",
-                problem.name(),
-                ct
-            )));
-        };
+            (
+                MatrixFree::Res(r),
+                1.0,
+                "thread-transposition residual kernel",
+            )
+        }
+    } else {
+        return Err(PipelineError::NoGpuPath(format!(
+            "the matrix-free GPU solve covers Poisson with one constant coefficient on \
+             hexahedra and linear problems on triangles and tetrahedra, not {} on {} \
+             (--operator assembled assembles it on the GPU)",
+            problem.name(),
+            ct
+        )));
+    };
     // the right-hand side and the constrained dofs in the operator's numbering
     let (bd, dofs) = match &renumbered {
         Some(new_of) => {
@@ -293,7 +336,7 @@ fn run<G: GpuReal>(
     // or the CPU's (the residual kernels: their numbering is the problem's)
     let dd: Option<DeviceVec<G>> = match (&gop, diag) {
         _ if !needs_jacobi(solver) => None,
-        (Op::Bp(op), _) => {
+        (MatrixFree::Bp(op), _) => {
             let mut d = op.diagonal()?;
             if s != G::one() {
                 blas.scale(s, &mut d)?;
@@ -304,10 +347,8 @@ fn run<G: GpuReal>(
             }
             Some(d)
         }
-        (Op::Res(_) | Op::Jac(_), Some(h)) => {
-            Some(DeviceVec::from_host(dev, &conv(h), "Jacobi diagonal")?)
-        }
-        (Op::Res(_) | Op::Jac(_), None) => {
+        (_, Some(h)) => Some(DeviceVec::from_host(dev, &conv(h), "Jacobi diagonal")?),
+        (_, None) => {
             return Err(PipelineError::NoGpuPath(
                 "the residual kernels' Jacobi preconditioner needs the CPU diagonal".into(),
             ))
@@ -315,53 +356,23 @@ fn run<G: GpuReal>(
     };
     let db = DeviceVec::from_host(dev, &bd, "right-hand side")?;
     let mut dx = DeviceVec::<G>::zeros(dev, b.len(), "solution")?;
-    let opts = SolveOptions {
-        rtol: settings.rtol(),
-        max_iter: settings.max_iter,
-        ..SolveOptions::default()
-    };
+    let opts = krylov_options(settings);
     dev.synchronize()?;
     let build = t.elapsed().as_secs_f64();
     progress.stage("solving on the GPU");
     let t = Instant::now();
-    let stats = match &gop {
-        Op::Bp(op) => krylov(
-            op,
-            &blas,
-            dofs,
-            s,
-            dd,
-            (solver, settings.preconditioner),
-            &db,
-            &mut dx,
-            &opts,
-            warnings,
-        )?,
-        Op::Res(op) => krylov(
-            op,
-            &blas,
-            dofs,
-            s,
-            dd,
-            (solver, settings.preconditioner),
-            &db,
-            &mut dx,
-            &opts,
-            warnings,
-        )?,
-        Op::Jac(op) => krylov(
-            op,
-            &blas,
-            dofs,
-            s,
-            dd,
-            (solver, settings.preconditioner),
-            &db,
-            &mut dx,
-            &opts,
-            warnings,
-        )?,
-    };
+    let stats = krylov(
+        &gop,
+        &blas,
+        dofs,
+        s,
+        dd,
+        (solver, settings.preconditioner),
+        &db,
+        &mut dx,
+        &opts,
+        warnings,
+    )?;
     dev.synchronize()?;
     let solve_s = t.elapsed().as_secs_f64();
     let mut w: Vec<f64> = dx.to_host()?.iter().map(|x| x.as_f64()).collect();
@@ -369,23 +380,13 @@ fn run<G: GpuReal>(
         w = new_of.iter().map(|&n| w[n as usize]).collect();
     }
     let diag_where = match gop {
-        Op::Bp(_) => "diagonal computed on the device",
-        Op::Res(_) | Op::Jac(_) => "diagonal from the CPU",
+        MatrixFree::Bp(_) => "diagonal computed on the device",
+        MatrixFree::Res(_) | MatrixFree::Jac(_) => "diagonal from the CPU",
     };
     let method = format!(
         "GPU ({}): {label}, {}, every vector on the device",
         dev.name(),
-        match solver {
-            SolverKind::Pcg => format!(
-                "{}-PCG ({diag_where})",
-                preconditioner_name(settings.preconditioner)
-            ),
-            SolverKind::Gmres => format!(
-                "GMRES({GMRES_RESTART}), right {} ({diag_where})",
-                preconditioner_name(settings.preconditioner)
-            ),
-            _ => "CG".to_string(),
-        }
+        krylov_name(solver, settings.preconditioner, Some(diag_where))
     );
     Ok((w, stats, method, build, solve_s))
 }
