@@ -13,7 +13,8 @@
 // the physics' g0..g3, and the pulled-back blocks into shared memory. After one barrier each
 // thread owns (cell, row, column) entries and sums over the points; consecutive threads
 // hold consecutive entries of one element matrix, so the slot-map reads and element-matrix
-// writes are coalesced.
+// writes are coalesced. On tensor cells (SUMFAC) the points are summed one direction at a
+// time instead (sumfac_matrices).
 //
 // OUT: 0 element data [cell][STRIDE] (matrix row-major, the by-nonzero gather's input);
 //      1 atomicAdd into the CSR values through the element -> nonzero map targets[cell][n*n];
@@ -44,8 +45,8 @@
 //      cS1[l][i][j] = sum_q w_q phi_i dphi_j,l, cS2[k][i][j] = sum_q w_q dphi_i,k phi_j,
 //      cS3[k][l][i][j] = sum_q w_q dphi_i,k dphi_j,l (the tables of the present terms):
 //      NGQ products per entry instead of NGQ per point.
-// TR x TC: the entries a thread computes at a time in the matrix phase (per-point blocks
-//      only; 1 x 1 with CONST_G).
+// SUMFAC: tensor cells with a tensor rule of Q1D points per direction: the matrix phase by
+//      sum factorisation (sumfac_matrices), with the pair tables cE of the 1-D basis.
 // bad[0]: the complement of the lowest cell whose matrix has a non-finite entry; bad[1]: that
 // of the lowest cell with det J <= 0 (inverted or degenerate); 0 when none (so that zeroing
 // the two resets them).
@@ -58,9 +59,8 @@
 #ifndef CONST_G
 #define CONST_G 0
 #endif
-#ifndef TR
-#define TR 1
-#define TC 1
+#ifndef SUMFAC
+#define SUMFAC 0
 #endif
 #if CONST_G
 #define NPT 1
@@ -75,6 +75,21 @@
 #define OFF_G2 (OFF_G1 + HAS_G1 * NC * NC * DIM)
 #define OFF_G3 (OFF_G2 + HAS_G2 * NC * NC * DIM)
 #define NGQ (OFF_G3 + HAS_G3 * NC * NC * DIM * DIM)
+// shared memory of one cell of a batch, in reals: its point blocks and, with SUMFAC, the
+// partial sums of sumfac_matrices
+#if SUMFAC
+#define SUMFAC_REALS (4 * SF_PR * Q1D + (DIM == 3) * NTERMS * P1D * P1D * Q1D * Q1D)
+#if DIM == 3
+#define SF_PR (P1D * P1D * P1D * P1D)
+#else
+#define SF_PR (P1D * P1D)
+#endif
+#else
+#define SUMFAC_REALS 0
+#endif
+#define CELL_REALS (NPT * NGQ + SUMFAC_REALS)
+// the terms of the form (value or reference derivative on each side)
+#define NTERMS (HAS_G0 + DIM * HAS_G1 + DIM * HAS_G2 + DIM * DIM * HAS_G3)
 
 __device__ __forceinline__ u32 launch_cell(u32 k, u32 cell0, const u32* FF_RESTRICT cells) {
     return cells ? cells[cell0 + k] : cell0 + k;
@@ -285,46 +300,6 @@ __device__ __forceinline__ real matrix_entry(int r, int s, const real* G) {
     return acc;
 }
 
-#if TR * TC > 1
-// Entries (r0 + a, s0 + b), a < TR, b < TC, of the element matrix whose pulled-back blocks
-// are G[NQ][NGQ] (per-point blocks only): each point's table rows are read once for the tile
-// rather than once per entry. Rows and columns beyond N are clamped (their values unused).
-__device__ __forceinline__ void matrix_tile(int r0, int s0, const real* G, real acc[TR][TC]) {
-    int ci[TR], ii[TR], cj[TC], jj[TC];
-#pragma unroll
-    for (int a = 0; a < TR; a++) {
-        const int r = min(r0 + a, N - 1);
-        ci[a] = r / NB;
-        ii[a] = r - ci[a] * NB;
-    }
-#pragma unroll
-    for (int b = 0; b < TC; b++) {
-        const int c = min(s0 + b, N - 1);
-        cj[b] = c / NB;
-        jj[b] = c - cj[b] * NB;
-    }
-#pragma unroll
-    for (int a = 0; a < TR; a++)
-#pragma unroll
-        for (int b = 0; b < TC; b++) acc[a][b] = 0;
-    for (int q = 0; q < NQ; q++) {
-        const real* Gq = G + q * NGQ;
-        real ti[TR][DIM + 1], tj[TC][DIM + 1];
-#pragma unroll
-        for (int a = 0; a < TR; a++)
-#pragma unroll
-            for (int k = 0; k <= DIM; k++) ti[a][k] = cTab[(q * NB + ii[a]) * (DIM + 1) + k];
-#pragma unroll
-        for (int b = 0; b < TC; b++)
-#pragma unroll
-            for (int k = 0; k <= DIM; k++) tj[b][k] = cTab[(q * NB + jj[b]) * (DIM + 1) + k];
-#pragma unroll
-        for (int a = 0; a < TR; a++)
-#pragma unroll
-            for (int b = 0; b < TC; b++) acc[a][b] += point_term(ti[a], tj[b], Gq, ci[a] * NC + cj[b]);
-    }
-}
-#endif
 
 // Entry e (row-major) of the matrix of `cell` (the `slot`-th of the launch or block) to its
 // destination: element data, shared memory, or CSR through the element -> nonzero map
@@ -350,9 +325,177 @@ __device__ __forceinline__ void store_entry(u32 cell, u32 slot, u32 e, real v, c
 #endif
 }
 
+#if SUMFAC
+// Sum factorisation of the element matrix on quadrilaterals and hexahedra. With the tensor
+// rule's Q1D points per direction and the P1D-node 1-D basis (values B, derivatives D), a
+// term (al, be) of the form (al, be = 0: the value, 1 + k: reference derivative k) is
+//   K_t[i][j] = sum_q C_t(q) prod_m X_m[i_m][q_m] Y_m[j_m][q_m],
+// X_m = D where al = 1 + m, else B (Y_m likewise with be). The pair tables
+// cE[tau][i_m * P1D + j_m][q_m] = X[i_m][q_m] Y[j_m][q_m] (tau = 2 (X = D) + (Y = D)) carry
+// one direction each, and the points are summed one direction at a time (the slowest
+// first) instead of every point for every entry: O(P^2d Q) work per term rather than
+// O(P^2d Q^d). Terms of the same tau in direction 0 are added before the last direction
+// (PRESENT0: the bit mask of those taus), which leaves at most four products per point
+// of that direction.
+#define P2 (P1D * P1D)
+#define PR SF_PR
+
+// The offset of term (al, be) of component block blk in a point's blocks (-1: absent)
+__device__ __forceinline__ int term_offset(int al, int be, int blk) {
+    if (al == 0 && be == 0) return HAS_G0 ? OFF_G0 + blk : -1;
+    if (al == 0) return HAS_G1 ? OFF_G1 + blk * DIM + be - 1 : -1;
+    if (be == 0) return HAS_G2 ? OFF_G2 + blk * DIM + al - 1 : -1;
+    return HAS_G3 ? OFF_G3 + (blk * DIM + al - 1) * DIM + be - 1 : -1;
+}
+
+__device__ __forceinline__ bool term_present(int al, int be) {
+    if (al == 0 && be == 0) return HAS_G0;
+    if (al == 0) return HAS_G1;
+    if (be == 0) return HAS_G2;
+    return HAS_G3;
+}
+
+// The pair-table kind of term (al, be) in direction m
+__device__ __forceinline__ int term_tau(int al, int be, int m) { return 2 * (al == m + 1) + (be == m + 1); }
+
+// The compact index of term (al, be) among the present ones (a compile-time constant once
+// the loops over the terms are unrolled)
+__device__ __forceinline__ int term_index(int al, int be) {
+    int k = 0;
+#pragma unroll
+    for (int s = 0; s < al * (DIM + 1) + be; s++) k += term_present(s / (DIM + 1), s % (DIM + 1));
+    return k;
+}
+
+// One direction's sum for every index pair: acc[i j] += sum_q cE[tau][i j][q] c[q]
+__device__ __forceinline__ void add_pairs(real* acc, int tau, const real* c) {
+#pragma unroll
+    for (int ij = 0; ij < P2; ij++)
+#pragma unroll
+        for (int q = 0; q < Q1D; q++) acc[ij] += cE[(tau * P2 + ij) * Q1D + q] * c[q];
+}
+
+// A thread's first item of a segment that starts at item `base` of its phase: a phase's items
+// are dealt to the block's threads in turn across its segments (one per term or tau)
+__device__ __forceinline__ u32 first_item(u32 base) { return (threadIdx.x + NT - base % NT) % NT; }
+
+// The element matrices of the batch's `here` cells from their point blocks sG[NCB][NQ][NGQ],
+// each entry to store_entry. sT: [NCB][4][PR][Q1D] (the sums over all directions but 0, by
+// tau of direction 0); sS (3-D): [NCB][NTERMS][P2][Q1D * Q1D] (each term summed over
+// direction 2). Every term is in flight at once in each phase, so that a phase has work for
+// the whole block even at one cell per block.
+__device__ __forceinline__ void sumfac_matrices(u32 first, u32 here, u32 cell0, const u32* FF_RESTRICT cells,
+                                                const u32* FF_RESTRICT targets, real* out, u32* bad, const real* sG,
+                                                real* sT, real* sS) {
+    (void)sS;
+    for (int blk = 0; blk < NC * NC; blk++) {
+#if DIM == 3
+        // direction 2: sS[lc][term][i2 j2][q0 + Q q1]
+        {
+            const u32 m = here * Q1D * Q1D;
+#pragma unroll
+            for (int al = 0; al <= DIM; al++)
+#pragma unroll
+                for (int be = 0; be <= DIM; be++) {
+                    if (!term_present(al, be)) continue;
+                    const int tt = term_index(al, be), off = term_offset(al, be, blk);
+                    for (u32 t = first_item(tt * m); t < m; t += NT) {
+                        const u32 lc = t / (Q1D * Q1D), qq = t - lc * (Q1D * Q1D);
+                        const real* g = sG + ((size_t)lc * NQ + qq) * NGQ + off;
+                        real c[Q1D], acc[P2];
+#pragma unroll
+                        for (int q = 0; q < Q1D; q++) c[q] = g[q * Q1D * Q1D * NGQ];
+#pragma unroll
+                        for (int ij = 0; ij < P2; ij++) acc[ij] = 0;
+                        add_pairs(acc, term_tau(al, be, 2), c);
+                        real* o = sS + ((size_t)lc * NTERMS + tt) * P2 * Q1D * Q1D + qq;
+#pragma unroll
+                        for (int ij = 0; ij < P2; ij++) o[ij * Q1D * Q1D] = acc[ij];
+                    }
+                }
+        }
+        __syncthreads();
+#endif
+        // direction 1, the terms of each tau of direction 0 added:
+        // sT[lc][t0][i1 j1 + P2 (i2 j2)][q0] (i2 j2 = 0 in 2-D), from sS in 3-D and from the
+        // point blocks in 2-D
+        {
+            const u32 per = PR / P2 * Q1D, m = here * per;
+#pragma unroll
+            for (int t0 = 0; t0 < 4; t0++) {
+                if (!((PRESENT0 >> t0) & 1)) continue;
+                for (u32 t = first_item(t0 * m); t < m; t += NT) {
+                    const u32 lc = t / per, w = t - lc * per;
+                    const u32 ij2 = w / Q1D, q0 = w - ij2 * Q1D;
+                    real acc[P2];
+#pragma unroll
+                    for (int ij = 0; ij < P2; ij++) acc[ij] = 0;
+#pragma unroll
+                    for (int al = 0; al <= DIM; al++)
+#pragma unroll
+                        for (int be = 0; be <= DIM; be++) {
+                            if (!term_present(al, be) || term_tau(al, be, 0) != t0) continue;
+#if DIM == 3
+                            const real* s = sS + (((size_t)lc * NTERMS + term_index(al, be)) * P2 + ij2) * Q1D * Q1D + q0;
+                            const int stride = Q1D;
+#else
+                            const real* s = sG + ((size_t)lc * NQ + q0) * NGQ + term_offset(al, be, blk);
+                            const int stride = Q1D * NGQ;
+#endif
+                            real c[Q1D];
+#pragma unroll
+                            for (int q = 0; q < Q1D; q++) c[q] = s[q * stride];
+                            add_pairs(acc, term_tau(al, be, 1), c);
+                        }
+                    real* o = sT + (((size_t)lc * 4 + t0) * PR + P2 * ij2) * Q1D + q0;
+#pragma unroll
+                    for (int ij = 0; ij < P2; ij++) o[ij * Q1D] = acc[ij];
+                }
+            }
+        }
+        __syncthreads();
+        // direction 0 and the entries: one thread per (cell, rest of the indices)
+        const int ci = blk / NC, cj = blk - ci * NC;
+        for (u32 t = threadIdx.x; t < here * PR; t += NT) {
+            const u32 lc = t / PR, rest = t - lc * PR;
+            real v[4][Q1D];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+#pragma unroll
+                for (int q = 0; q < Q1D; q++)
+                    v[k][q] = (PRESENT0 >> k) & 1 ? sT[(((size_t)lc * 4 + k) * PR + rest) * Q1D + q] : (real)0;
+            // rest = (i1 P1D + j1) + P2 (i2 P1D + j2) in 3-D, i1 P1D + j1 in 2-D
+            const u32 r1 = rest % P2, ri = r1 / P1D, rj = r1 - ri * P1D;
+            u32 ibase = ri * P1D, jbase = rj * P1D;
+#if DIM == 3
+            const u32 r2 = rest / P2, si = r2 / P1D, sj = r2 - si * P1D;
+            ibase += si * P2;
+            jbase += sj * P2;
+#endif
+            const u32 cell = launch_cell(first + lc, cell0, cells);
+#pragma unroll
+            for (int i0 = 0; i0 < P1D; i0++)
+#pragma unroll
+                for (int j0 = 0; j0 < P1D; j0++) {
+                    real acc = 0;
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        if ((PRESENT0 >> k) & 1)
+#pragma unroll
+                            for (int q = 0; q < Q1D; q++) acc += cE[(k * P2 + i0 * P1D + j0) * Q1D + q] * v[k][q];
+                    const u32 e = (ci * NB + ibase + i0) * N + cj * NB + jbase + j0;
+                    store_entry(cell, first + lc, e, acc, targets, out, bad);
+                }
+        }
+        __syncthreads();
+    }
+}
+#endif
+
 // The element matrices of cells[0..ncells) (or cell0 + k) into out: through the element ->
 // nonzero map (OUT 1, 2), as element data (OUT 0) or, for SharedNZ, into shared memory at
-// [k][NN] (OUT 4). sG: the block's shared point blocks [NCB][NPT][NGQ].
+// [k][NN] (OUT 4). sG: the block's shared point blocks [NCB][NPT][NGQ], then with SUMFAC
+// the partial sums (NCB * CELL_REALS reals in all).
 __device__ __forceinline__ void element_batch(u32 first, u32 here, u32 cell0, const u32* FF_RESTRICT cells,
                                               const u32* FF_RESTRICT offsets, const real* FF_RESTRICT coords,
                                               const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
@@ -363,22 +506,9 @@ __device__ __forceinline__ void element_batch(u32 first, u32 here, u32 cell0, co
         point_blocks(cell, q, offsets, coords, uvec, aux, bad, sG + (lc * NPT + q) * NGQ);
     }
     __syncthreads();
-#if TR * TC > 1
-    // a tile of TR x TC entries per thread, tiles of one element matrix row-major
-    const u32 ntr = (N + TR - 1) / TR, ntc = (N + TC - 1) / TC, nt = ntr * ntc;
-    for (u32 t = threadIdx.x; t < here * nt; t += NT) {
-        const u32 lc = t / nt, w = t - lc * nt;
-        const u32 r0 = (w / ntc) * TR, s0 = (w - (w / ntc) * ntc) * TC;
-        const u32 cell = launch_cell(first + lc, cell0, cells);
-        real acc[TR][TC];
-        matrix_tile(r0, s0, sG + lc * NPT * NGQ, acc);
-#pragma unroll
-        for (int a = 0; a < TR; a++)
-#pragma unroll
-            for (int b = 0; b < TC; b++)
-                if (r0 + a < N && s0 + b < N)
-                    store_entry(cell, first + lc, (r0 + a) * N + s0 + b, acc[a][b], targets, out, bad);
-    }
+#if SUMFAC
+    real* sT = sG + NCB * NPT * NGQ;
+    sumfac_matrices(first, here, cell0, cells, targets, out, bad, sG, sT, sT + NCB * 4 * PR * Q1D);
 #else
     for (u32 t = threadIdx.x; t < here * NN; t += NT) {
         const u32 lc = t / NN, e = t - lc * NN;
@@ -397,7 +527,7 @@ element_matrices(u32 ncells, u32 cell0, const u32* FF_RESTRICT cells, const u32*
                  const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
                  const u32* FF_RESTRICT targets, real* out, u32* bad) {
     extern __shared__ unsigned char smem_raw[];
-    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][NPT][NGQ]
+    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][CELL_REALS]
     for (u32 first = blockIdx.x * NCB; first < ncells; first += gridDim.x * NCB) {
         const u32 here = min((u32)NCB, ncells - first);
         element_batch(first, here, cell0, cells, offsets, coords, uvec, aux, targets, out, bad, sG);
@@ -452,8 +582,8 @@ shared_sums(u32 nblocks, const u32* FF_RESTRICT eptr, const u32* FF_RESTRICT ele
             const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
             real* FF_RESTRICT values, u32* bad) {
     extern __shared__ unsigned char smem_raw[];
-    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][NPT][NGQ]
-    real* sK = sG + NCB * NPT * NGQ;               // [EMAX][NN]
+    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][CELL_REALS]
+    real* sK = sG + NCB * CELL_REALS;              // [EMAX][NN]
     for (u32 b = blockIdx.x; b < nblocks; b += gridDim.x) {
         const u32 e0 = eptr[b], ne = eptr[b + 1] - e0;
         for (u32 first = 0; first < ne; first += NCB) {

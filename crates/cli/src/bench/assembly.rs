@@ -114,6 +114,10 @@ pub struct AssemblyArgs {
     /// Untimed assemblies first (after the first call, reported apart), 0 to 1e6.
     #[arg(long, default_value_t = 1, value_parser = ranges::usize_in(0, ranges::MAX_REPS))]
     pub(super) warmup: usize,
+    /// With the GPU: also time the same assembly on this machine's CPU, element by element
+    /// on one core and by rows on all cores, and print the GPU's speed-up over both.
+    #[arg(long)]
+    pub(super) cpu_reference: bool,
     /// Print JSON records (one per line) instead of the table.
     #[arg(long)]
     pub(super) json: bool,
@@ -170,6 +174,11 @@ pub fn run(a: AssemblyArgs) -> Result<(), CliError> {
     #[cfg(feature = "cuda")]
     if let Backend::Cuda(dev) = &backend {
         return super::assembly_gpu::run(dev, &a);
+    }
+    if a.cpu_reference {
+        eprintln!(
+            "note: --cpu-reference compares the GPU with the CPU; on the CPU it adds nothing"
+        );
     }
     let spec = BoxSpec::parse(&a.box_spec)?;
     let t = Instant::now();

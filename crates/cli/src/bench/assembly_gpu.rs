@@ -9,11 +9,13 @@
 //! The byte model is each strategy's own ([`GpuAssembly::model_bytes`]): element
 //! connectivity and coordinates in, its index maps, and the CSR values (zeroed and updated
 //! for the scatter strategies, written once by the gather); the roofline is the copy
-//! bandwidth measured on the device in the same process.
+//! bandwidth measured on the device in the same process. With `--cpu-reference` the same
+//! assembly is timed on the host's CPU beside it (`assembly_cpu_reference`).
 
 use super::assembly::{
     emit, print_header, usage, AssemblyArgs, AssemblyProblem, AssemblyRecord, StrategyArg,
 };
+use super::assembly_cpu_reference::CpuReference;
 use crate::error::CliError;
 use ferrofem_assembly::{AssemblyPlan, DofMap};
 use ferrofem_cuda::assembly::{GpuAssembly, GpuStrategy};
@@ -21,7 +23,7 @@ use ferrofem_cuda::residual::Aux;
 use ferrofem_cuda::{GpuDevice, GpuError, GpuReal};
 use ferrofem_driver::Precision;
 use ferrofem_fe::QuadratureRule;
-use ferrofem_mesh::{generate_box, BoxSpec};
+use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_physics::{CudaPhysics, Elasticity, Physics, Poisson};
 use ferrofem_space::H1Space;
 use std::sync::Arc;
@@ -146,6 +148,8 @@ pub fn run(dev: &Arc<GpuDevice>, a: &AssemblyArgs) -> Result<(), CliError> {
     }
     let setup = Setup {
         dev,
+        mesh: &mesh,
+        qdegree,
         space: &space,
         plan: &plan,
         physics: &physics,
@@ -161,6 +165,8 @@ pub fn run(dev: &Arc<GpuDevice>, a: &AssemblyArgs) -> Result<(), CliError> {
 /// What every strategy's run shares.
 struct Setup<'a> {
     dev: &'a Arc<GpuDevice>,
+    mesh: &'a Mesh,
+    qdegree: usize,
     space: &'a H1Space,
     plan: &'a AssemblyPlan,
     physics: &'a CudaPhysics,
@@ -177,6 +183,7 @@ impl Setup<'_> {
         let a = self.args;
         let mut reference: Option<Vec<T>> = None;
         let tol = if T::BYTES == 8 { 1e-10 } else { 1e-4 };
+        let mut best: Option<(GpuStrategy, f64)> = None;
         for &strategy in strategies {
             let t = Instant::now();
             let mut asm = match GpuAssembly::<T>::new(
@@ -225,6 +232,9 @@ impl Setup<'_> {
                     }
                 }
             }
+            if best.is_none_or(|(_, s)| time < s) {
+                best = Some((strategy, time));
+            }
             let bytes = asm.model_bytes();
             let gbs = bytes / time / 1e9;
             emit(
@@ -243,6 +253,15 @@ impl Setup<'_> {
                 },
                 a,
             )?;
+        }
+        if let (true, Some((strategy, time))) = (a.cpu_reference, best) {
+            CpuReference {
+                mesh: self.mesh,
+                space: self.space,
+                qdegree: self.qdegree,
+                plan: self.plan,
+            }
+            .compare::<T>(a, &base, strategy.name(), time)?;
         }
         Ok(())
     }

@@ -3,6 +3,8 @@
 
 mod assembly;
 #[cfg(feature = "cuda")]
+mod assembly_cpu_reference;
+#[cfg(feature = "cuda")]
 mod assembly_gpu;
 mod bp;
 mod residual;

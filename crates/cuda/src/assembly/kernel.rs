@@ -18,6 +18,10 @@ pub const SHARED_LIMIT: usize = 227 * 1024;
 /// multiprocessor (one element may need more, up to [`SHARED_LIMIT`]).
 const SHARED_TARGET: usize = 48 * 1024;
 
+/// The same with sum factorisation, whose partial sums take more shared memory per cell:
+/// two Q3 hexahedra (110 KiB in f64) per block.
+const SUMFAC_SHARED_TARGET: usize = 128 * 1024;
+
 /// Cells whose point blocks SharedNZ computes at a time (the rest of its shared memory
 /// holds element matrices).
 pub const SHARED_NZ_BATCH: usize = 64;
@@ -137,7 +141,18 @@ pub fn assembly_kernel<T: GpuReal>(
     // per point
     let const_g = !tensor && !physics.reads_x && aux != AuxKind::Nodal && !nonlinear;
     let npt = if const_g { 1 } else { nq };
-    let cell_bytes = T::BYTES * npt * per_point.max(1);
+    // sum factorisation on tensor cells (`SUMFAC`): against every entry summed over every
+    // point (2 x 2 entries per thread), atomics on an H200 at Q1–Q4 hexahedra
+    // 16.9 / 80.2 / 178.9 / 421.6 against 11.9 / 9.9 / 10.6 / 11.2 ms, at Q2–Q4
+    // quadrilaterals 3.00 / 3.40 / 9.85 against 2.24 / 2.84 / 3.69 ms; Q1 quadrilaterals
+    // lost (1.79 against 2.69 ms), and one thread per row recomputes single entries
+    let sumfac = match out {
+        Output::Rows { .. } => None,
+        _ if !tensor || (d == 2 && element.order() == 1) => None,
+        _ => Some(SumFactorisation::new(element, rule, j, d)?),
+    };
+    let cell_bytes = T::BYTES
+        * (npt * per_point.max(1) + sumfac.as_ref().map_or(0, SumFactorisation::shared_reals));
     if cell_bytes > SHARED_LIMIT {
         return Err(GpuError::Unsupported(format!(
             "{cell_bytes} bytes of shared memory per element (order {} with {nq} points)",
@@ -146,12 +161,23 @@ pub fn assembly_kernel<T: GpuReal>(
     }
     // a (cell, point) item for every thread in the point phase (where the gathers and the
     // physics are), and at least two entries per thread in the matrix phase, as far as
-    // shared memory allows
-    let cells_per_block = THREADS
-        .div_ceil(npt)
-        .max((2 * THREADS).div_ceil(n * n))
+    // shared memory allows; with sum factorisation a (cell, index tuple) item for every
+    // thread in its last phase, and at least two cells (atomics on an H200: Q1 / Q2 / Q3
+    // hexahedra with 16 / 4 / 2 cells 12.06 / 10.02 / 10.73 ms, with 32 / 8 / 1 cells
+    // 12.61 / 11.51 / 11.12 ms; quadrilaterals within 2 %)
+    let (cells_per_block, shared_target) = match &sumfac {
+        Some(sf) => (
+            THREADS.div_ceil(sf.rest_items()).max(2),
+            SUMFAC_SHARED_TARGET,
+        ),
+        None => (
+            THREADS.div_ceil(npt).max((2 * THREADS).div_ceil(n * n)),
+            SHARED_TARGET,
+        ),
+    };
+    let cells_per_block = cells_per_block
         .clamp(1, THREADS)
-        .min(SHARED_TARGET / cell_bytes)
+        .min(shared_target / cell_bytes)
         .max(1);
     // sums in shared memory keep their shared memory for the element matrices
     let cells_per_block = match out {
@@ -212,6 +238,9 @@ pub fn assembly_kernel<T: GpuReal>(
         }
         tables.push_str(&arr("cGeo", &geo));
     }
+    if let Some(sf) = &sumfac {
+        tables.push_str(&table_source("__constant__ const", "cE", &sf.pair_tables));
+    }
     if const_g {
         let s = ReferenceTables::new(&tab.values, &tab.grads, &rule.weights, nb, d);
         for (present, name, table) in [
@@ -234,23 +263,14 @@ pub fn assembly_kernel<T: GpuReal>(
         if tensor { sources::TENSOR } else { "" },
         sources::ASSEMBLY
     );
-    // entries per thread in the matrix phase: 2 x 2 tiles (each point's table rows read once
-    // per tile) where they won on an H200 — hexahedra Q1–Q4 and quadrilaterals Q3–Q4 (element
-    // kernel, Q1 / Q2 / Q3 hexahedra 22.1 / 91.4 / 218.9 against 15.9 / 79.0 / 179.1 ms; Q3 / Q4
-    // quadrilaterals, atomics, 5.57 / 12.26 against 3.43 / 9.86 ms); Q1–Q2 quadrilaterals lost
-    // (element kernel 1.53 / 2.64 against 1.71 / 2.85 ms); one entry elsewhere
-    let (tr, tc) = if tensor && !const_g && !(d == 2 && element.order() <= 2) {
-        (2, 2)
-    } else {
-        (1, 1)
-    };
     let spec = KernelSpec::new(
         format!(
-            "asm_{}_{}_{}{}_q{nq}_t{tr}x{tc}_{out:?}_{aux:?}{}",
+            "asm_{}_{}_{}{}_q{nq}{}_{out:?}_{aux:?}{}",
             physics.name,
             T::NAME,
             ct.name(),
             element.order(),
+            if sumfac.is_some() { "_sf" } else { "" },
             if nonlinear { "_nl" } else { "" }
         ),
         source,
@@ -258,8 +278,9 @@ pub fn assembly_kernel<T: GpuReal>(
     .define("REAL", T::CTYPE)
     .define("DIM", d)
     .define("TENSOR", u32::from(tensor))
-    .define("TR", tr)
-    .define("TC", tc)
+    .define("SUMFAC", u32::from(sumfac.is_some()))
+    .define("Q1D", sumfac.as_ref().map_or(1, |sf| sf.q1d))
+    .define("PRESENT0", sumfac.as_ref().map_or(0, |sf| sf.present0))
     .define("P1D", element.order() + 1)
     .define("NB", nb)
     .define("NQ", nq)
@@ -313,6 +334,108 @@ pub fn assembly_kernel<T: GpuReal>(
     })
 }
 
+/// What the sum-factorised matrix phase (`kernels/assembly.cu`, `SUMFAC`) needs of a
+/// tensor element and a tensor rule.
+struct SumFactorisation {
+    /// Points per direction.
+    q1d: usize,
+    /// Nodes per direction.
+    p1d: usize,
+    /// The cell's dimension.
+    dim: usize,
+    /// `[tau][i * p1d + j][q]`: `X[i][q] Y[j][q]` with `X` the 1-D derivatives where
+    /// `tau & 2`, else values, and `Y` likewise with `tau & 1`.
+    pair_tables: Vec<f64>,
+    /// Bit `tau` set where a term of the form has that pair kind in direction 0.
+    present0: u32,
+    /// The form's terms (`NTERMS`).
+    nterms: usize,
+}
+
+impl SumFactorisation {
+    fn new(
+        element: &LagrangeElement,
+        rule: &QuadratureRule,
+        terms: ferrofem_physics::JacobianTerms,
+        dim: usize,
+    ) -> Result<SumFactorisation, GpuError> {
+        let (Some(basis), Some(rule_1d)) = (element.basis_1d(), rule.rule_1d.as_ref()) else {
+            return Err(GpuError::Unsupported(format!(
+                "assembly on {} needs a tensor-product basis and rule",
+                element.cell_type()
+            )));
+        };
+        let (p1d, q1d) = (basis.len(), rule_1d.len());
+        if element.num_nodes() != p1d.pow(dim as u32) || rule.len() != q1d.pow(dim as u32) {
+            return Err(GpuError::Unsupported(format!(
+                "a {}-node element or a {}-point rule that is no tensor product",
+                element.num_nodes(),
+                rule.len()
+            )));
+        }
+        let (b, d) = basis.matrices(&rule_1d.points);
+        let table = |deriv: bool, i: usize, q: usize| {
+            if deriv {
+                d[q * p1d + i]
+            } else {
+                b[q * p1d + i]
+            }
+        };
+        let mut pair_tables = Vec::with_capacity(4 * p1d * p1d * q1d);
+        for tau in 0..4 {
+            for i in 0..p1d {
+                for j in 0..p1d {
+                    for q in 0..q1d {
+                        pair_tables.push(table(tau & 2 != 0, i, q) * table(tau & 1 != 0, j, q));
+                    }
+                }
+            }
+        }
+        // the form's terms (value or derivative 0 on each side) present in direction 0
+        let mut present0 = 0;
+        for (present, test_d0, trial_d0) in [
+            (terms.g0, &[false][..], &[false][..]),
+            (terms.g1, &[false], &[true, false]),
+            (terms.g2, &[true, false], &[false]),
+            (terms.g3, &[true, false], &[true, false]),
+        ] {
+            if present {
+                for &x in test_d0 {
+                    for &y in trial_d0 {
+                        present0 |= 1 << (2 * u32::from(x) + u32::from(y));
+                    }
+                }
+            }
+        }
+        let nterms = usize::from(terms.g0)
+            + dim * (usize::from(terms.g1) + usize::from(terms.g2))
+            + dim * dim * usize::from(terms.g3);
+        Ok(SumFactorisation {
+            q1d,
+            p1d,
+            dim,
+            pair_tables,
+            present0,
+            nterms,
+        })
+    }
+
+    /// Index tuples of one component block but for direction 0: `p1d^(2(dim-1))`.
+    fn rest_items(&self) -> usize {
+        self.p1d.pow(2 * (self.dim as u32 - 1))
+    }
+
+    /// Shared memory of one cell's partial sums, in reals (`SUMFAC_REALS`).
+    fn shared_reals(&self) -> usize {
+        4 * self.rest_items() * self.q1d
+            + if self.dim == 3 {
+                self.nterms * self.p1d * self.p1d * self.q1d * self.q1d
+            } else {
+                0
+            }
+    }
+}
+
 /// The quadrature sums of products of basis values and reference derivatives that an
 /// element matrix of element-constant blocks contracts with (`kernels/assembly.cu`,
 /// `CONST_G`): `s0[i][j] = Σ_q w φ_i φ_j`, `s1[l][i][j] = Σ_q w φ_i ∂_l φ_j`,
@@ -358,7 +481,71 @@ impl ReferenceTables {
 
 #[cfg(test)]
 mod tests {
-    use super::ReferenceTables;
+    use super::{ReferenceTables, SumFactorisation};
+    use ferrofem_base::CellType;
+    use ferrofem_fe::{LagrangeElement, QuadratureRule};
+    use ferrofem_physics::JacobianTerms;
+
+    /// The products of the pair tables over the directions are the products of the full
+    /// tabulation that the element matrix sums: `X_i Y_j` at every point for every term
+    /// (value or reference derivative on each side), with lexicographic nodes and points.
+    #[test]
+    fn pair_tables_factor_the_tabulation() {
+        for (ct, p) in [
+            (CellType::Quadrilateral, 2),
+            (CellType::Quadrilateral, 3),
+            (CellType::Hexahedron, 1),
+            (CellType::Hexahedron, 2),
+        ] {
+            let d = ct.dim();
+            let element = LagrangeElement::new(ct, p).unwrap();
+            let rule = QuadratureRule::gauss(ct, p + 1).unwrap();
+            let all = JacobianTerms {
+                g0: true,
+                g1: true,
+                g2: true,
+                g3: true,
+            };
+            let sf = SumFactorisation::new(&element, &rule, all, d).unwrap();
+            assert_eq!(sf.present0, 0b1111);
+            assert_eq!(sf.nterms, (d + 1) * (d + 1));
+            let tab = element.tabulate(&rule.points).unwrap();
+            let (nb, n1, q1) = (element.num_nodes(), sf.p1d, sf.q1d);
+            let digit = |x: usize, m: usize, base: usize| (x / base.pow(m as u32)) % base;
+            // value (0) or reference derivative k (1 + k) of basis b at point q
+            let full = |b: usize, q: usize, a: usize| {
+                if a == 0 {
+                    tab.values[q * nb + b]
+                } else {
+                    tab.grads[(q * nb + b) * d + a - 1]
+                }
+            };
+            for al in 0..=d {
+                for be in 0..=d {
+                    for q in 0..rule.len() {
+                        for i in 0..nb {
+                            for j in 0..nb {
+                                let mut product = 1.0;
+                                for m in 0..d {
+                                    let tau =
+                                        2 * usize::from(al == m + 1) + usize::from(be == m + 1);
+                                    let (im, jm, qm) =
+                                        (digit(i, m, n1), digit(j, m, n1), digit(q, m, q1));
+                                    product *=
+                                        sf.pair_tables[((tau * n1 + im) * n1 + jm) * q1 + qm];
+                                }
+                                let expected = full(i, q, al) * full(j, q, be);
+                                assert!(
+                                    (product - expected).abs() < 1e-12 * (1.0 + expected.abs()),
+                                    "{ct} Q{p} term ({al}, {be}) point {q} entry ({i}, {j}): {product} against {expected}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// On the P1 reference triangle (φ = 1 − x − y, x, y; one-point rule at the centroid,
     /// weight ½) the tables are the reference mass lumped at the centroid and the
