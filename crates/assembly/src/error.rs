@@ -87,4 +87,7 @@ pub enum AssemblyError {
     /// An element colouring is not a valid colouring of the restriction's elements.
     #[error("invalid element colouring: {0}")]
     InvalidColoring(String),
+    /// A matrix built from others (identity rows) has an invalid structure.
+    #[error(transparent)]
+    Matrix(#[from] ferrofem_base::CsrError),
 }

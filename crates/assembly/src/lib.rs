@@ -17,6 +17,7 @@ mod blocks;
 mod coloring;
 mod dirichlet;
 mod error;
+mod identity_rows;
 mod plan;
 mod predict;
 mod sparsity;
@@ -26,6 +27,7 @@ pub use assemble::{assemble_matrix, assemble_system, ElementVectorFn, Strategy, 
 pub use coloring::ElementColoring;
 pub use dirichlet::{Dirichlet, DofMap, CONSTRAINED};
 pub use error::AssemblyError;
+pub use identity_rows::with_identity_rows;
 pub use plan::{AssemblyPlan, PlanEstimate, DEFAULT_BATCH_BYTES, NO_TARGET};
 pub use predict::{predicted_lagrange_system, PredictedSystem};
 pub use sparsity::{NodeGraph, SparsityPattern};

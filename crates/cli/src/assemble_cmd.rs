@@ -19,8 +19,9 @@ use std::time::Instant;
 pub struct AssembleArgs {
     #[command(flatten)]
     problem: ProblemArgs,
-    /// Boundary conditions of the exported system: none (all dofs, the full matrix) or
-    /// Dirichlet dofs eliminated (the reduced system).
+    /// Boundary conditions of the exported system: none (all dofs, the full matrix),
+    /// Dirichlet dofs eliminated (the reduced system), or identity (every dof, the
+    /// eliminated rows with an identity row and the prescribed value at each Dirichlet dof).
     #[arg(long, value_enum, default_value_t = BcMode::Dirichlet)]
     bc: BcMode,
     /// Write the matrix (Matrix Market; symmetric storage for symmetric problems).
@@ -146,7 +147,10 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
         precision: a.problem.precision.name(),
         bc: a.bc,
         dofs: problem.num_dofs(),
-        constrained_dofs: sys.dof_map.constrained().len(),
+        constrained_dofs: match a.bc {
+            BcMode::None => 0,
+            BcMode::Dirichlet | BcMode::Identity => problem.dirichlet_dofs.len(),
+        },
         rows: sys.matrix.nrows(),
         cols: sys.matrix.ncols(),
         nnz: sys.matrix.nnz(),
@@ -188,6 +192,11 @@ pub fn run(a: AssembleArgs) -> Result<(), CliError> {
             BcMode::None => "no boundary conditions (all dofs)".to_string(),
             BcMode::Dirichlet => format!(
                 "{} Dirichlet dofs ({}) eliminated",
+                rec.constrained_dofs,
+                problem.dirichlet_description()
+            ),
+            BcMode::Identity => format!(
+                "{} Dirichlet dofs ({}) as identity rows",
                 rec.constrained_dofs,
                 problem.dirichlet_description()
             ),

@@ -17,6 +17,16 @@ fn ferrofem(args: &[&str]) -> Output {
         .expect("run ferrofem")
 }
 
+/// The one JSON object a successful run printed.
+fn json_of(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
 #[test]
 fn binary_solves_and_assembles() {
     let exe = env!("CARGO_BIN_EXE_ferrofem");
@@ -88,6 +98,26 @@ fn binary_solves_and_assembles() {
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 49);
     assert_eq!(rows.iter().filter(|r| r.ends_with(",-1")).count(), 24);
+
+    // the same with identity rows: every dof, the 24 boundary ones as identity rows
+    let v = json_of(&ferrofem(&[
+        "assemble",
+        "--box",
+        "quad:3x3",
+        "--order",
+        "2",
+        "--bc",
+        "identity",
+        "--json",
+        "--export-matrix",
+        a.to_str().expect("a UTF-8 path"),
+    ]));
+    assert_eq!(
+        (v["bc"].as_str(), v["constrained_dofs"].as_u64()),
+        (Some("identity"), Some(24))
+    );
+    let coo = ferrofem_io::read_matrix(&a).expect("read A.mtx");
+    assert_eq!((coo.nrows, coo.ncols), (49, 49));
 
     // a Gmsh mesh refined on loading: 8 children per hexahedron, the origin says so
     let plate = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -50,7 +50,8 @@ pub fn assemble_problem(
     match precision {
         Precision::F64 => problem.visit_form::<f64, _>(mesh, v),
         Precision::F32 => problem.visit_form::<f32, _>(mesh, v),
-    }
+    }?
+    .finish(problem, bc)
 }
 
 impl LinearSystem<f64> {

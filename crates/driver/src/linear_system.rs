@@ -10,12 +10,17 @@
 //!   for the nonlinear one it is the first Newton correction from `g̃`.
 //! - `--bc none`: all dofs are unknowns; linear problems give `K u = F + N` (`u₀ = 0`), the
 //!   nonlinear one `J(g̃) δ = −R(g̃)` (the Newton step from the same start).
+//! - `--bc identity`: the eliminated system on every dof
+//!   ([`ferrofem_assembly::with_identity_rows`]): the free rows as above (constrained
+//!   columns on the right-hand side), an identity row at each constrained dof with its
+//!   value on the right (`g` for a linear problem, 0 for the nonlinear one's correction).
+//!   The matrix stays symmetric and the solution is the full vector.
 
 use crate::pipeline_error::PipelineError;
 use crate::problem::Problem;
 use crate::terms::{add_robin, full_residual, to_real};
 use clap::ValueEnum;
-use ferrofem_assembly::{AssemblyPlan, DofMap, Strategy, CONSTRAINED};
+use ferrofem_assembly::{with_identity_rows, AssemblyPlan, DofMap, Strategy, CONSTRAINED};
 use ferrofem_base::{CsrMatrix, Real};
 use ferrofem_operator::{ElementMatrices, FormOperator};
 use ferrofem_physics::Physics;
@@ -29,6 +34,9 @@ pub enum BcMode {
     None,
     /// Dirichlet dofs eliminated: the reduced system on the free dofs.
     Dirichlet,
+    /// Dirichlet dofs as identity rows: the eliminated system on every dof, each
+    /// constrained dof's row the identity and its right-hand side its value.
+    Identity,
 }
 
 /// An assembled system on the unknowns of its dof map.
@@ -55,7 +63,8 @@ pub(crate) fn assemble_system_of<T: Real, P: Physics<T>>(
     let n = problem.num_dofs();
     let g: Vec<T> = to_real(&problem.boundary_values);
     let dof_map = match bc {
-        BcMode::Dirichlet => DofMap::new(n, &problem.dirichlet_dofs)?,
+        // identity rows are made from the eliminated system ([`LinearSystem::with_identity_rows`])
+        BcMode::Dirichlet | BcMode::Identity => DofMap::new(n, &problem.dirichlet_dofs)?,
         BcMode::None => DofMap::unconstrained(n)?,
     };
     let u0: Vec<T> = if bc == BcMode::None && problem.is_linear() {
@@ -100,4 +109,32 @@ pub(crate) fn assemble_system_of<T: Real, P: Physics<T>>(
         dof_map,
         symmetric: problem.is_symmetric(),
     })
+}
+
+impl LinearSystem<f64> {
+    /// For [`BcMode::Identity`]: this eliminated system of `problem` on every dof, each
+    /// constrained dof's row the identity and its right-hand side the value its unknown
+    /// takes (the boundary value for a linear problem, zero for the nonlinear problem's
+    /// Newton correction); other modes are returned as they are.
+    pub(crate) fn finish(self, problem: &Problem, bc: BcMode) -> Result<Self, PipelineError> {
+        if bc != BcMode::Identity {
+            return Ok(self);
+        }
+        let constrained = self.dof_map.constrained();
+        let values: Vec<f64> = if problem.is_linear() {
+            constrained
+                .iter()
+                .map(|&d| problem.boundary_values[d as usize])
+                .collect()
+        } else {
+            vec![0.0; constrained.len()]
+        };
+        let (matrix, rhs) = with_identity_rows(&self.matrix, &self.rhs, &self.dof_map, &values)?;
+        Ok(LinearSystem {
+            matrix,
+            rhs,
+            dof_map: DofMap::unconstrained(self.dof_map.num_dofs())?,
+            symmetric: self.symmetric,
+        })
+    }
 }

@@ -103,7 +103,7 @@ fn gpu_assembled_systems_equal_the_cpu_ones() {
             ..ProblemOptions::default()
         };
         let problem = Problem::new(mesh, &options).unwrap();
-        for bc in [BcMode::Dirichlet, BcMode::None] {
+        for bc in [BcMode::Dirichlet, BcMode::None, BcMode::Identity] {
             let want = assemble_problem(mesh, &problem, bc, Precision::F64).unwrap();
             // every strategy on the first simplex and tensor cases, the measured table's on
             // the others

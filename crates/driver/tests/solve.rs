@@ -370,6 +370,51 @@ fn assembled_laplacian_without_bc_is_symmetric_with_zero_row_sums() {
     assert!(!jn.symmetric && jn.matrix.asymmetry() > 1e-8);
 }
 
+/// `--bc identity`: the eliminated rows on every dof, identity rows with the boundary
+/// values at the Dirichlet dofs, symmetric, and solved by the direct solver's solution.
+#[test]
+fn identity_rows_carry_the_eliminated_system_and_its_solution() {
+    let spec = "quad:5x4,perturb=0.2";
+    let m = mesh(spec);
+    let opts = options(ProblemKind::Poisson, 2);
+    let p = Problem::new(&m, &opts).expect("problem");
+    let red = assemble_problem(&m, &p, BcMode::Dirichlet, Precision::F64).expect("reduced");
+    let full = assemble_problem(&m, &p, BcMode::Identity, Precision::F64).expect("identity");
+    let n = p.num_dofs();
+    assert_eq!((full.matrix.nrows(), full.rhs.len()), (n, n));
+    assert!(full.symmetric && full.matrix.asymmetry() < 1e-13);
+    assert!(full.dof_map.is_unconstrained());
+    let map = &red.dof_map;
+    for (d, &r) in map.reduced_of().iter().enumerate() {
+        let (cols, vals) = full.matrix.row(d);
+        if p.dirichlet_dofs.binary_search(&(d as u32)).is_ok() {
+            assert_eq!((cols, vals), (&[d as u32][..], &[1.0][..]));
+            assert_eq!(full.rhs[d], p.boundary_values[d]);
+        } else {
+            let (rc, rv) = red.matrix.row(r as usize);
+            let mapped: Vec<u32> = rc.iter().map(|&c| map.free()[c as usize]).collect();
+            assert_eq!((cols, vals), (&mapped[..], rv));
+            assert_eq!(full.rhs[d], red.rhs[r as usize]);
+        }
+    }
+    // the direct solve's discrete solution satisfies every row
+    let sol = run(spec, &opts, &settings(SolverKind::Direct));
+    let mut au = vec![0.0; n];
+    full.matrix.matvec(&sol.u, &mut au);
+    let scale = full.rhs.iter().fold(1.0f64, |x, v| x.max(v.abs()));
+    for (d, (x, y)) in au.iter().zip(&full.rhs).enumerate() {
+        assert!((x - y).abs() < 1e-10 * scale, "row {d}: {x} against {y}");
+    }
+    // the nonlinear problem's system is its first Newton correction: zero at the
+    // constrained dofs
+    let pn = Problem::new(&m, &options(ProblemKind::Nonlinear, 1)).expect("problem");
+    let jn = assemble_problem(&m, &pn, BcMode::Identity, Precision::F64).expect("jacobian");
+    for &d in &pn.dirichlet_dofs {
+        assert_eq!(jn.rhs[d as usize], 0.0);
+        assert_eq!(jn.matrix.row(d as usize).1, &[1.0][..]);
+    }
+}
+
 #[test]
 fn bad_options_are_clear_errors() {
     let m = mesh("tri:4x4");

@@ -52,11 +52,13 @@ pub fn assemble_problem_gpu(
         bc,
         strategy,
     };
-    // the physics (with its source) comes from the problem's form operator
+    // the physics (with its source) comes from the problem's form operator; identity rows
+    // are made on the host from the eliminated system downloaded for export
     match precision {
         Precision::F64 => problem.visit_form::<f64, _>(mesh, v),
         Precision::F32 => problem.visit_form::<f32, _>(mesh, v),
-    }
+    }?
+    .finish(problem, bc)
 }
 
 struct Visitor<'a> {
@@ -92,7 +94,7 @@ impl Visitor<'_> {
         let mut store = None;
         let aux = device_aux(problem, &mut store)?;
         let map = match self.bc {
-            BcMode::Dirichlet => DofMap::new(n, &problem.dirichlet_dofs)?,
+            BcMode::Dirichlet | BcMode::Identity => DofMap::new(n, &problem.dirichlet_dofs)?,
             BcMode::None => DofMap::unconstrained(n)?,
         };
         // the state the system is taken at, as on the CPU: the boundary values (zero for a
