@@ -300,7 +300,6 @@ __device__ __forceinline__ real matrix_entry(int r, int s, const real* G) {
     return acc;
 }
 
-
 // Entry e (row-major) of the matrix of `cell` (the `slot`-th of the launch or block) to its
 // destination: element data, shared memory, or CSR through the element -> nonzero map
 __device__ __forceinline__ void store_entry(u32 cell, u32 slot, u32 e, real v, const u32* FF_RESTRICT targets,
@@ -527,7 +526,7 @@ element_matrices(u32 ncells, u32 cell0, const u32* FF_RESTRICT cells, const u32*
                  const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
                  const u32* FF_RESTRICT targets, real* out, u32* bad) {
     extern __shared__ unsigned char smem_raw[];
-    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][CELL_REALS]
+    real* sG = reinterpret_cast<real*>(smem_raw);  // NCB * CELL_REALS: point blocks, partial sums
     for (u32 first = blockIdx.x * NCB; first < ncells; first += gridDim.x * NCB) {
         const u32 here = min((u32)NCB, ncells - first);
         element_batch(first, here, cell0, cells, offsets, coords, uvec, aux, targets, out, bad, sG);
@@ -582,7 +581,7 @@ shared_sums(u32 nblocks, const u32* FF_RESTRICT eptr, const u32* FF_RESTRICT ele
             const real* FF_RESTRICT coords, const real* FF_RESTRICT uvec, const real* FF_RESTRICT aux,
             real* FF_RESTRICT values, u32* bad) {
     extern __shared__ unsigned char smem_raw[];
-    real* sG = reinterpret_cast<real*>(smem_raw);  // [NCB][CELL_REALS]
+    real* sG = reinterpret_cast<real*>(smem_raw);  // NCB * CELL_REALS: point blocks, partial sums
     real* sK = sG + NCB * CELL_REALS;              // [EMAX][NN]
     for (u32 b = blockIdx.x; b < nblocks; b += gridDim.x) {
         const u32 e0 = eptr[b], ne = eptr[b + 1] - e0;

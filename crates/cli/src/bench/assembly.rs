@@ -454,7 +454,7 @@ fn bench<T: Real, P: Physics<T>>(
 }
 
 /// Times `f`: the first call alone, then the median of `reps` calls after `warmup` more.
-fn time_reps(
+pub(super) fn time_reps(
     a: &AssemblyArgs,
     mut f: impl FnMut() -> Result<(), CliError>,
 ) -> Result<(f64, f64), CliError> {

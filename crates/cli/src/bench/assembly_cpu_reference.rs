@@ -2,9 +2,10 @@
 //! same matrix (same mesh, space, quadrature rule and Dirichlet elimination, the GPU's
 //! plan) assembled on the host, element by element on one core and by rows on all of its
 //! cores, each timed like the GPU strategies; then the best GPU strategy's speed-up over
-//! both (the paper's comparison, 30–65× one core).
+//! both (the paper's comparison, 30–65× one core). The CPU's matrix is checked against
+//! the GPU's, so that a speed-up is never that of a different matrix.
 
-use super::assembly::{emit, usage, AssemblyArgs, AssemblyProblem, AssemblyRecord};
+use super::assembly::{emit, time_reps, usage, AssemblyArgs, AssemblyProblem, AssemblyRecord};
 use crate::error::CliError;
 use ferrofem_assembly::{AssemblyPlan, Strategy};
 use ferrofem_base::{CsrMatrix, Real};
@@ -12,7 +13,6 @@ use ferrofem_mesh::Mesh;
 use ferrofem_operator::{FormOperator, FormOptions, Quadrature};
 use ferrofem_physics::{Elasticity, Physics, Poisson};
 use ferrofem_space::H1Space;
-use std::time::Instant;
 
 /// What the CPU assembles: the GPU run's mesh, space, rule degree and plan.
 pub(super) struct CpuReference<'a> {
@@ -25,16 +25,22 @@ pub(super) struct CpuReference<'a> {
 impl CpuReference<'_> {
     /// Times the CPU assembly on one core and on all cores, emits both records (times
     /// only: the CPU's byte model is not the GPU's) and prints the speed-up of the GPU's
-    /// `gpu_s` seconds (strategy `gpu_name`) over each.
+    /// `gpu_s` seconds (strategy `gpu_name`) over each. Returns the CPU's matrix values (in
+    /// the plan's pattern), for the caller to check against the GPU's.
     pub fn compare<T: Real>(
         &self,
         a: &AssemblyArgs,
         base: &AssemblyRecord,
         gpu_name: &str,
         gpu_s: f64,
-    ) -> Result<(), CliError> {
+    ) -> Result<Vec<T>, CliError> {
         let d = self.mesh.dim();
-        let (one, all, threads) = match a.problem {
+        let CpuTimes {
+            one,
+            all,
+            threads,
+            values,
+        } = match a.problem {
             AssemblyProblem::Poisson => {
                 self.time::<T, _>(a, Poisson::new(d, 1.0, None).map_err(usage)?)?
             }
@@ -67,17 +73,15 @@ impl CpuReference<'_> {
                 all.1 / gpu_s
             );
         }
-        Ok(())
+        Ok(values)
     }
 
-    /// (first, median) seconds on one thread, serially, and on all of rayon's threads, by
-    /// rows; and the thread count.
-    #[allow(clippy::type_complexity)]
+    /// The CPU's times and matrix.
     fn time<T: Real, P: Physics<T>>(
         &self,
         a: &AssemblyArgs,
         physics: P,
-    ) -> Result<((f64, f64), (f64, f64), usize), CliError> {
+    ) -> Result<CpuTimes<T>, CliError> {
         let options = FormOptions {
             quadrature: Quadrature::Degree(self.qdegree),
             ..FormOptions::default()
@@ -86,20 +90,11 @@ impl CpuReference<'_> {
             .map_err(usage)?;
         let mut matrix: CsrMatrix<T> = self.plan.pattern().zeros();
         let mut run = |strategy: Strategy| {
-            let mut times = Vec::with_capacity(a.reps);
-            let t = Instant::now();
-            self.plan
-                .assemble_matrix_into(&op, None, strategy, &mut matrix)
-                .map_err(usage)?;
-            let first = t.elapsed().as_secs_f64();
-            for _ in 0..a.reps {
-                let t = Instant::now();
+            time_reps(a, || {
                 self.plan
                     .assemble_matrix_into(&op, None, strategy, &mut matrix)
-                    .map_err(usage)?;
-                times.push(t.elapsed().as_secs_f64());
-            }
-            Ok::<_, CliError>((first, super::median(&times)))
+                    .map_err(usage)
+            })
         };
         let one = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
@@ -107,6 +102,20 @@ impl CpuReference<'_> {
             .map_err(usage)?
             .install(|| run(Strategy::Serial))?;
         let all = run(Strategy::ByRow)?;
-        Ok((one, all, rayon::current_num_threads()))
+        Ok(CpuTimes {
+            one,
+            all,
+            threads: rayon::current_num_threads(),
+            values: matrix.values().to_vec(),
+        })
     }
+}
+
+/// (first, median) seconds serially on one thread and by rows on all of rayon's threads,
+/// their count, and the assembled values.
+struct CpuTimes<T> {
+    one: (f64, f64),
+    all: (f64, f64),
+    threads: usize,
+    values: Vec<T>,
 }

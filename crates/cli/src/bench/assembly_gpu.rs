@@ -215,22 +215,13 @@ impl Setup<'_> {
             let values = asm.values().to_host()?;
             match &reference {
                 None => reference = Some(values),
-                Some(r) => {
-                    let scale = r.iter().fold(0.0f64, |m, v| m.max(v.as_f64().abs()));
-                    let worst = r
-                        .iter()
-                        .zip(&values)
-                        .map(|(x, y)| (x.as_f64() - y.as_f64()).abs())
-                        // a NaN difference is kept (f64::max would drop it)
-                        .fold(0.0f64, |m, d| if d.is_nan() || d > m { d } else { m });
-                    if worst.is_nan() || worst > tol * scale {
-                        return Err(CliError::Check(format!(
-                            "strategy {} differs from {} by {worst:.3e} (scale {scale:.3e})",
-                            strategy.name(),
-                            strategies[0].name()
-                        )));
-                    }
-                }
+                Some(r) => check_values(r, &values, tol, || {
+                    format!(
+                        "strategy {} differs from {}",
+                        strategy.name(),
+                        strategies[0].name()
+                    )
+                })?,
             }
             if best.is_none_or(|(_, s)| time < s) {
                 best = Some((strategy, time));
@@ -254,15 +245,42 @@ impl Setup<'_> {
                 a,
             )?;
         }
-        if let (true, Some((strategy, time))) = (a.cpu_reference, best) {
-            CpuReference {
+        if let (true, Some((strategy, time)), Some(values)) = (a.cpu_reference, best, &reference) {
+            let cpu = CpuReference {
                 mesh: self.mesh,
                 space: self.space,
                 qdegree: self.qdegree,
                 plan: self.plan,
-            }
-            .compare::<T>(a, &base, strategy.name(), time)?;
+            };
+            let cpu_values = cpu.compare::<T>(a, &base, strategy.name(), time)?;
+            check_values(values, &cpu_values, tol, || {
+                "the CPU's matrix differs from the GPU's".to_string()
+            })?;
         }
         Ok(())
     }
+}
+
+/// Checks `got` against `want` entry by entry (relative to the largest entry of `want`,
+/// a NaN difference failing), naming the pair with `what` when it fails.
+fn check_values<T: GpuReal>(
+    want: &[T],
+    got: &[T],
+    tol: f64,
+    what: impl FnOnce() -> String,
+) -> Result<(), CliError> {
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.as_f64().abs()));
+    let worst = want
+        .iter()
+        .zip(got)
+        .map(|(x, y)| (x.as_f64() - y.as_f64()).abs())
+        // a NaN difference is kept (f64::max would drop it)
+        .fold(0.0f64, |m, d| if d.is_nan() || d > m { d } else { m });
+    if want.len() != got.len() || worst.is_nan() || worst > tol * scale {
+        return Err(CliError::Check(format!(
+            "{} by {worst:.3e} (scale {scale:.3e})",
+            what()
+        )));
+    }
+    Ok(())
 }
