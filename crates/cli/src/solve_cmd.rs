@@ -43,7 +43,7 @@ pub struct SolveArgs {
     max_iter: usize,
     /// What the Krylov solver applies: the operator matrix-free, or the reduced matrix
     /// assembled once (on the GPU: assembled on the device, SpMV there). `--solver direct`
-    /// always assembles.
+    /// always assembles; the nonlinear problem's Newton–GMRES is matrix-free only.
     #[arg(long, value_enum)]
     operator: Option<OperatorKind>,
     /// Preconditioner of PCG and GMRES: jacobi, or chebyshev (a degree-3 Chebyshev

@@ -331,11 +331,13 @@ __device__ __forceinline__ void store_entry(u32 cell, u32 slot, u32 e, real v, c
 //   K_t[i][j] = sum_q C_t(q) prod_m X_m[i_m][q_m] Y_m[j_m][q_m],
 // X_m = D where al = 1 + m, else B (Y_m likewise with be). The pair tables
 // cE[tau][i_m * P1D + j_m][q_m] = X[i_m][q_m] Y[j_m][q_m] (tau = 2 (X = D) + (Y = D)) carry
-// one direction each, and the points are summed one direction at a time (the slowest
-// first) instead of every point for every entry: O(P^2d Q) work per term rather than
-// O(P^2d Q^d). Terms of the same tau in direction 0 are added before the last direction
-// (PRESENT0: the bit mask of those taus), which leaves at most four products per point
-// of that direction.
+// one direction each, and the points are summed one direction at a time instead of every
+// point for every entry: O(P^2d Q) work per term rather than O(P^2d Q^d). The order is
+// direction 2 (3-D), then 0, then 1: the last sum's threads each own the index pairs of
+// directions 0 and 2, so consecutive threads hold consecutive columns (x-neighbours) of a
+// row and a warp's stores hit adjacent CSR values. Terms of the same tau in direction 1 are
+// added before the last sum (PRESENT: the bit mask of the taus that occur in a direction,
+// the same for every direction), which leaves at most four products per point there.
 #define P2 (P1D * P1D)
 #define PR SF_PR
 
@@ -379,8 +381,8 @@ __device__ __forceinline__ void add_pairs(real* acc, int tau, const real* c) {
 __device__ __forceinline__ u32 first_item(u32 base) { return (threadIdx.x + NT - base % NT) % NT; }
 
 // The element matrices of the batch's `here` cells from their point blocks sG[NCB][NQ][NGQ],
-// each entry to store_entry. sT: [NCB][4][PR][Q1D] (the sums over all directions but 0, by
-// tau of direction 0); sS (3-D): [NCB][NTERMS][P2][Q1D * Q1D] (each term summed over
+// each entry to store_entry. sT: [NCB][4][PR][Q1D] (the sums over all directions but 1, by
+// tau of direction 1); sS (3-D): [NCB][NTERMS][P2][Q1D * Q1D] (each term summed over
 // direction 2). Every term is in flight at once in each phase, so that a phase has work for
 // the whole block even at one cell per block.
 __device__ __forceinline__ void sumfac_matrices(u32 first, u32 here, u32 cell0, const u32* FF_RESTRICT cells,
@@ -415,17 +417,17 @@ __device__ __forceinline__ void sumfac_matrices(u32 first, u32 here, u32 cell0, 
         }
         __syncthreads();
 #endif
-        // direction 1, the terms of each tau of direction 0 added:
-        // sT[lc][t0][i1 j1 + P2 (i2 j2)][q0] (i2 j2 = 0 in 2-D), from sS in 3-D and from the
+        // direction 0, the terms of each tau of direction 1 added:
+        // sT[lc][t1][i0 j0 + P2 (i2 j2)][q1] (i2 j2 = 0 in 2-D), from sS in 3-D and from the
         // point blocks in 2-D
         {
             const u32 per = PR / P2 * Q1D, m = here * per;
 #pragma unroll
-            for (int t0 = 0; t0 < 4; t0++) {
-                if (!((PRESENT0 >> t0) & 1)) continue;
-                for (u32 t = first_item(t0 * m); t < m; t += NT) {
+            for (int t1 = 0; t1 < 4; t1++) {
+                if (!((PRESENT >> t1) & 1)) continue;
+                for (u32 t = first_item(t1 * m); t < m; t += NT) {
                     const u32 lc = t / per, w = t - lc * per;
-                    const u32 ij2 = w / Q1D, q0 = w - ij2 * Q1D;
+                    const u32 ij2 = w / Q1D, q1 = w - ij2 * Q1D;
                     real acc[P2];
 #pragma unroll
                     for (int ij = 0; ij < P2; ij++) acc[ij] = 0;
@@ -433,27 +435,28 @@ __device__ __forceinline__ void sumfac_matrices(u32 first, u32 here, u32 cell0, 
                     for (int al = 0; al <= DIM; al++)
 #pragma unroll
                         for (int be = 0; be <= DIM; be++) {
-                            if (!term_present(al, be) || term_tau(al, be, 0) != t0) continue;
+                            if (!term_present(al, be) || term_tau(al, be, 1) != t1) continue;
 #if DIM == 3
-                            const real* s = sS + (((size_t)lc * NTERMS + term_index(al, be)) * P2 + ij2) * Q1D * Q1D + q0;
-                            const int stride = Q1D;
+                            const real* s =
+                                sS + (((size_t)lc * NTERMS + term_index(al, be)) * P2 + ij2) * Q1D * Q1D + Q1D * q1;
+                            const int stride = 1;
 #else
-                            const real* s = sG + ((size_t)lc * NQ + q0) * NGQ + term_offset(al, be, blk);
-                            const int stride = Q1D * NGQ;
+                            const real* s = sG + ((size_t)lc * NQ + Q1D * q1) * NGQ + term_offset(al, be, blk);
+                            const int stride = NGQ;
 #endif
                             real c[Q1D];
 #pragma unroll
                             for (int q = 0; q < Q1D; q++) c[q] = s[q * stride];
-                            add_pairs(acc, term_tau(al, be, 1), c);
+                            add_pairs(acc, term_tau(al, be, 0), c);
                         }
-                    real* o = sT + (((size_t)lc * 4 + t0) * PR + P2 * ij2) * Q1D + q0;
+                    real* o = sT + (((size_t)lc * 4 + t1) * PR + P2 * ij2) * Q1D + q1;
 #pragma unroll
                     for (int ij = 0; ij < P2; ij++) o[ij * Q1D] = acc[ij];
                 }
             }
         }
         __syncthreads();
-        // direction 0 and the entries: one thread per (cell, rest of the indices)
+        // direction 1 and the entries: one thread per (cell, rest of the indices)
         const int ci = blk / NC, cj = blk - ci * NC;
         for (u32 t = threadIdx.x; t < here * PR; t += NT) {
             const u32 lc = t / PR, rest = t - lc * PR;
@@ -462,10 +465,10 @@ __device__ __forceinline__ void sumfac_matrices(u32 first, u32 here, u32 cell0, 
             for (int k = 0; k < 4; k++)
 #pragma unroll
                 for (int q = 0; q < Q1D; q++)
-                    v[k][q] = (PRESENT0 >> k) & 1 ? sT[(((size_t)lc * 4 + k) * PR + rest) * Q1D + q] : (real)0;
-            // rest = (i1 P1D + j1) + P2 (i2 P1D + j2) in 3-D, i1 P1D + j1 in 2-D
-            const u32 r1 = rest % P2, ri = r1 / P1D, rj = r1 - ri * P1D;
-            u32 ibase = ri * P1D, jbase = rj * P1D;
+                    v[k][q] = (PRESENT >> k) & 1 ? sT[(((size_t)lc * 4 + k) * PR + rest) * Q1D + q] : (real)0;
+            // rest = (i0 P1D + j0) + P2 (i2 P1D + j2) in 3-D, i0 P1D + j0 in 2-D
+            const u32 r0 = rest % P2, ri = r0 / P1D, rj = r0 - ri * P1D;
+            u32 ibase = ri, jbase = rj;
 #if DIM == 3
             const u32 r2 = rest / P2, si = r2 / P1D, sj = r2 - si * P1D;
             ibase += si * P2;
@@ -473,16 +476,16 @@ __device__ __forceinline__ void sumfac_matrices(u32 first, u32 here, u32 cell0, 
 #endif
             const u32 cell = launch_cell(first + lc, cell0, cells);
 #pragma unroll
-            for (int i0 = 0; i0 < P1D; i0++)
+            for (int i1 = 0; i1 < P1D; i1++)
 #pragma unroll
-                for (int j0 = 0; j0 < P1D; j0++) {
+                for (int j1 = 0; j1 < P1D; j1++) {
                     real acc = 0;
 #pragma unroll
                     for (int k = 0; k < 4; k++)
-                        if ((PRESENT0 >> k) & 1)
+                        if ((PRESENT >> k) & 1)
 #pragma unroll
-                            for (int q = 0; q < Q1D; q++) acc += cE[(k * P2 + i0 * P1D + j0) * Q1D + q] * v[k][q];
-                    const u32 e = (ci * NB + ibase + i0) * N + cj * NB + jbase + j0;
+                            for (int q = 0; q < Q1D; q++) acc += cE[(k * P2 + i1 * P1D + j1) * Q1D + q] * v[k][q];
+                    const u32 e = (ci * NB + ibase + P1D * i1) * N + cj * NB + jbase + P1D * j1;
                     store_entry(cell, first + lc, e, acc, targets, out, bad);
                 }
         }

@@ -61,6 +61,8 @@ pub(crate) struct ProblemTraits {
     pub(crate) order: usize,
     /// Symmetric Jacobian.
     pub(crate) symmetric: bool,
+    /// Linear (one solve, no Newton iteration).
+    pub(crate) linear: bool,
 }
 
 impl ProblemTraits {
@@ -76,6 +78,7 @@ impl ProblemTraits {
             },
             order: options.order,
             symmetric: !nonlinear,
+            linear: !nonlinear,
         }
     }
 
@@ -86,6 +89,7 @@ impl ProblemTraits {
             ncomp: problem.space.ncomp(),
             order: problem.order(),
             symmetric: problem.is_symmetric(),
+            linear: problem.is_linear(),
         }
     }
 }

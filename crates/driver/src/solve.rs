@@ -22,7 +22,7 @@ use crate::progress::Progress;
 use crate::report::{ErrorReport, Solution, SolveReport, Timings};
 use crate::seam::ProblemTraits;
 use crate::seam::{Outcome, SolveBackend, SolveCase};
-use crate::settings::{Precision, SolveSettings, SolverKind};
+use crate::settings::{OperatorKind, Precision, SolveSettings, SolverKind};
 use ferrofem_base::Real;
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::{errors, FormOperator};
@@ -126,7 +126,8 @@ fn with_fallback(
     }
 }
 
-/// The solver in effect, refusing CG/PCG for a nonsymmetric problem.
+/// The solver in effect, refusing CG/PCG for a nonsymmetric problem and an assembled
+/// operator for Newton–GMRES (whose Jacobian products are matrix-free).
 fn check_solver(
     settings: &SolveSettings,
     traits: &ProblemTraits,
@@ -139,6 +140,17 @@ fn check_solver(
              (the g2 = dκ/du ∇u block), so CG does not apply; use --solver direct (the CPU \
              default for it) or --solver gmres",
             solver.name(),
+            traits.name
+        )));
+    }
+    if !traits.linear
+        && solver != SolverKind::Direct
+        && settings.operator == OperatorKind::Assembled
+    {
+        return Err(PipelineError::Unsupported(format!(
+            "--operator assembled is not available for the {} problem's Newton–GMRES, whose \
+             Jacobian products are matrix-free; use --solver direct for an assembled Jacobian \
+             at every Newton step",
             traits.name
         )));
     }

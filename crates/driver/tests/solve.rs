@@ -441,3 +441,25 @@ fn bad_options_are_clear_errors() {
         Some(PipelineError::Physics(_))
     ));
 }
+
+#[test]
+fn an_assembled_operator_for_newton_gmres_is_refused() {
+    let m = mesh("tri:4x4");
+    let opts = options(ProblemKind::Nonlinear, 1);
+    let s = SolveSettings {
+        solver: Some(SolverKind::Gmres),
+        operator: OperatorKind::Assembled,
+        ..SolveSettings::default()
+    };
+    let err = solve(&m, &opts, &s, &Backend::cpu(), &Progress::hidden()).expect_err("refused");
+    assert!(matches!(err, PipelineError::Unsupported(_)), "{err}");
+    assert!(err.to_string().contains("--solver direct"), "{err}");
+    // the direct solver assembles the Jacobian at every step: the same request is accepted
+    let direct = SolveSettings {
+        solver: Some(SolverKind::Direct),
+        ..s
+    };
+    let sol = solve(&m, &opts, &direct, &Backend::cpu(), &Progress::hidden()).expect("direct");
+    let errors = sol.report.errors.expect("manufactured errors");
+    assert!(errors.l2_rel < 0.1, "{errors:?}");
+}

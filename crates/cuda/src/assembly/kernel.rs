@@ -280,7 +280,7 @@ pub fn assembly_kernel<T: GpuReal>(
     .define("TENSOR", u32::from(tensor))
     .define("SUMFAC", u32::from(sumfac.is_some()))
     .define("Q1D", sumfac.as_ref().map_or(1, |sf| sf.q1d))
-    .define("PRESENT0", sumfac.as_ref().map_or(0, |sf| sf.present0))
+    .define("PRESENT", sumfac.as_ref().map_or(0, |sf| sf.present))
     .define("P1D", element.order() + 1)
     .define("NB", nb)
     .define("NQ", nq)
@@ -346,8 +346,9 @@ struct SumFactorisation {
     /// `[tau][i * p1d + j][q]`: `X[i][q] Y[j][q]` with `X` the 1-D derivatives where
     /// `tau & 2`, else values, and `Y` likewise with `tau & 1`.
     pair_tables: Vec<f64>,
-    /// Bit `tau` set where a term of the form has that pair kind in direction 0.
-    present0: u32,
+    /// Bit `tau` set where a term of the form has that pair kind in a direction (the same
+    /// set in every direction).
+    present: u32,
     /// The form's terms (`NTERMS`).
     nterms: usize,
 }
@@ -391,18 +392,19 @@ impl SumFactorisation {
                 }
             }
         }
-        // the form's terms (value or derivative 0 on each side) present in direction 0
-        let mut present0 = 0;
-        for (present, test_d0, trial_d0) in [
+        // the pair kinds of the form's terms in direction 0 (value or derivative 0 on each
+        // side); by the symmetry of the terms in the directions, those of every direction
+        let mut present = 0;
+        for (has, test_d0, trial_d0) in [
             (terms.g0, &[false][..], &[false][..]),
             (terms.g1, &[false], &[true, false]),
             (terms.g2, &[true, false], &[false]),
             (terms.g3, &[true, false], &[true, false]),
         ] {
-            if present {
+            if has {
                 for &x in test_d0 {
                     for &y in trial_d0 {
-                        present0 |= 1 << (2 * u32::from(x) + u32::from(y));
+                        present |= 1 << (2 * u32::from(x) + u32::from(y));
                     }
                 }
             }
@@ -415,12 +417,13 @@ impl SumFactorisation {
             p1d,
             dim,
             pair_tables,
-            present0,
+            present,
             nterms,
         })
     }
 
-    /// Index tuples of one component block but for direction 0: `p1d^(2(dim-1))`.
+    /// Index tuples of one component block but for direction 1 (the last summed):
+    /// `p1d^(2(dim-1))`.
     fn rest_items(&self) -> usize {
         self.p1d.pow(2 * (self.dim as u32 - 1))
     }
@@ -507,7 +510,7 @@ mod tests {
                 g3: true,
             };
             let sf = SumFactorisation::new(&element, &rule, all, d).unwrap();
-            assert_eq!(sf.present0, 0b1111);
+            assert_eq!(sf.present, 0b1111);
             assert_eq!(sf.nterms, (d + 1) * (d + 1));
             let tab = element.tabulate(&rule.points).unwrap();
             let (nb, n1, q1) = (element.num_nodes(), sf.p1d, sf.q1d);

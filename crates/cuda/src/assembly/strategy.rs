@@ -59,8 +59,8 @@ impl GpuStrategy {
     /// computed once, the gather coalesced). On Q1 quadrilaterals one thread per row
     /// (local rows) wins; elsewhere the colouring, SharedNZ and by-row strategies lose. On
     /// tensor cells the element matrices are sum-factorised, and atomics beat GlobalNZ, whose
-    /// element data doubles the traffic (Q4 hexahedra 11.2 against 14.0 ms; Q2 elasticity
-    /// on hexahedra 12.1 against 12.4 ms).
+    /// element data doubles the traffic (Q4 hexahedra 10.6 against 11.7 ms; Q2 elasticity
+    /// on hexahedra 12.1 against 12.4 ms), or tie with it (Q3 hexahedra 10.34 against 10.29).
     pub fn auto(cell: CellType, order: usize, ncomp: usize) -> GpuStrategy {
         match (cell, ncomp, order) {
             (CellType::Quadrilateral, 1, 1) => GpuStrategy::LocalRow,
