@@ -63,7 +63,7 @@ pub(crate) fn assemble_system_of<T: Real, P: Physics<T>>(
     let n = problem.num_dofs();
     let g: Vec<T> = to_real(&problem.boundary_values);
     let dof_map = match bc {
-        // identity rows are made from the eliminated system ([`LinearSystem::with_identity_rows`])
+        // identity rows are made from the eliminated system (`LinearSystem::finish`)
         BcMode::Dirichlet | BcMode::Identity => DofMap::new(n, &problem.dirichlet_dofs)?,
         BcMode::None => DofMap::unconstrained(n)?,
     };
