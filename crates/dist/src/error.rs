@@ -46,6 +46,17 @@ pub enum DistError {
         /// Parts of the partition.
         nparts: usize,
     },
+    /// A message between ranks could not be sent as asked.
+    #[error("exchange between ranks: {0}")]
+    Exchange(String),
+    /// A dof index beyond a local vector.
+    #[error("dof {dof} is out of range (the local vectors hold {len})")]
+    DofOutOfRange {
+        /// The dof given.
+        dof: u32,
+        /// The local vector length.
+        len: usize,
+    },
     /// The mesh's topology or a part's mesh could not be built.
     #[error(transparent)]
     Mesh(#[from] MeshError),

@@ -1,34 +1,86 @@
 //! The part of a partitioned mesh that one rank holds: its cells, their vertices
-//! renumbered locally, and who owns each vertex.
+//! renumbered locally, which ranks hold each of its vertices, and which of its facets lie
+//! on the boundary of the whole mesh.
 
 use crate::{CellPartition, DistError};
 use ferrofem_mesh::{Mesh, TaggedFacets};
 
-/// The owner of every vertex of `mesh`: the lowest part among the cells that hold it
-/// (`u32::MAX` for a vertex no cell uses). Fails where the partition does not match the
-/// mesh.
-pub fn vertex_owners(mesh: &Mesh, partition: &CellPartition) -> Result<Vec<u32>, DistError> {
-    check_matches(mesh, partition)?;
-    let per = mesh.cell_type().num_vertices();
-    let mut owner = vec![u32::MAX; mesh.num_vertices()];
-    for (cell, &p) in mesh.cells().chunks_exact(per).zip(partition.parts()) {
-        for &v in cell {
-            let o = &mut owner[v as usize];
-            *o = (*o).min(p);
-        }
-    }
-    Ok(owner)
+/// What every part needs to know of the global mesh besides its own cells: the parts that
+/// hold each vertex and the facets on the boundary of the whole mesh. Computed once, on
+/// the rank that holds the global mesh.
+#[derive(Clone, Debug)]
+pub struct Decomposition {
+    partition: CellPartition,
+    /// `holders[holder_offsets[v]..holder_offsets[v + 1]]`: the parts holding vertex `v`,
+    /// increasing (empty for a vertex no cell uses).
+    holder_offsets: Vec<u32>,
+    holders: Vec<u32>,
+    /// The mesh's boundary facets as (global cell, local facet).
+    boundary_facets: Vec<(u32, u8)>,
 }
 
-fn check_matches(mesh: &Mesh, partition: &CellPartition) -> Result<(), DistError> {
-    if partition.parts().len() != mesh.num_cells() {
-        return Err(DistError::InvalidPartition(format!(
-            "{} cells partitioned, the mesh has {}",
-            partition.parts().len(),
-            mesh.num_cells()
-        )));
+impl Decomposition {
+    /// The decomposition of `mesh` by `partition`. Fails where the partition does not
+    /// match the mesh.
+    pub fn new(mesh: &Mesh, partition: CellPartition) -> Result<Decomposition, DistError> {
+        if partition.parts().len() != mesh.num_cells() {
+            return Err(DistError::InvalidPartition(format!(
+                "{} cells partitioned, the mesh has {}",
+                partition.parts().len(),
+                mesh.num_cells()
+            )));
+        }
+        let nv = mesh.num_vertices();
+        let per = mesh.cell_type().num_vertices();
+        // (vertex, part) pairs, sorted and deduplicated, then counted into offsets
+        let mut pairs: Vec<u64> = mesh
+            .cells()
+            .chunks_exact(per)
+            .zip(partition.parts())
+            .flat_map(|(cell, &p)| {
+                cell.iter()
+                    .map(move |&v| (u64::from(v) << 32) | u64::from(p))
+            })
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut holder_offsets = vec![0u32; nv + 1];
+        for &pair in &pairs {
+            holder_offsets[(pair >> 32) as usize + 1] += 1;
+        }
+        for v in 0..nv {
+            holder_offsets[v + 1] += holder_offsets[v];
+        }
+        let holders = pairs.iter().map(|&pair| pair as u32).collect();
+        Ok(Decomposition {
+            partition,
+            holder_offsets,
+            holders,
+            boundary_facets: mesh.boundary_facets(),
+        })
     }
-    Ok(())
+
+    /// The cell partition.
+    pub fn partition(&self) -> &CellPartition {
+        &self.partition
+    }
+
+    /// The parts holding global vertex `v`, increasing.
+    pub fn holders(&self, v: usize) -> &[u32] {
+        &self.holders[self.holder_offsets[v] as usize..self.holder_offsets[v + 1] as usize]
+    }
+
+    /// The owner of every vertex: the lowest part holding it (`u32::MAX` where no cell
+    /// uses the vertex).
+    pub fn vertex_owners(&self) -> Vec<u32> {
+        (0..self.holder_offsets.len() - 1)
+            .map(|v| self.holders(v).first().copied().unwrap_or(u32::MAX))
+            .collect()
+    }
+
+    fn num_vertices(&self) -> usize {
+        self.holder_offsets.len() - 1
+    }
 }
 
 /// What one rank holds of a partitioned mesh.
@@ -36,6 +88,8 @@ fn check_matches(mesh: &Mesh, partition: &CellPartition) -> Result<(), DistError
 pub struct LocalPart {
     /// The rank (part) this is.
     pub rank: usize,
+    /// The number of parts.
+    pub nparts: usize,
     /// The rank's cells with their vertices numbered locally, in global order; their
     /// tags, the physical names and the tagged facets that are facets of these cells.
     pub mesh: Mesh,
@@ -43,32 +97,41 @@ pub struct LocalPart {
     pub cell_global: Vec<u32>,
     /// The global index of each local vertex (increasing).
     pub vertex_global: Vec<u32>,
-    /// The owning rank of each local vertex (the lowest part that holds it).
-    pub vertex_owner: Vec<u32>,
+    /// `vertex_holders[vertex_holder_offsets[v]..vertex_holder_offsets[v + 1]]`: the ranks
+    /// holding local vertex `v`, increasing (this rank among them).
+    pub vertex_holder_offsets: Vec<u32>,
+    /// See [`LocalPart::vertex_holder_offsets`].
+    pub vertex_holders: Vec<u32>,
+    /// The local facets on the boundary of the whole mesh, as (local cell, local facet):
+    /// the local boundary without the interfaces to other ranks.
+    pub boundary_facets: Vec<(u32, u8)>,
 }
 
 impl LocalPart {
-    /// Extracts part `rank` of `mesh` under `partition`, with `owners` from
-    /// [`vertex_owners`].
+    /// Extracts part `rank` of `mesh` under the decomposition `decomposition` (built for
+    /// this mesh).
     pub fn extract(
         mesh: &Mesh,
-        partition: &CellPartition,
-        owners: &[u32],
+        decomposition: &Decomposition,
         rank: usize,
     ) -> Result<LocalPart, DistError> {
-        check_matches(mesh, partition)?;
+        let partition = decomposition.partition();
+        if partition.parts().len() != mesh.num_cells()
+            || decomposition.num_vertices() != mesh.num_vertices()
+        {
+            return Err(DistError::InvalidPartition(format!(
+                "a decomposition of {} cells and {} vertices for a mesh of {} and {}",
+                partition.parts().len(),
+                decomposition.num_vertices(),
+                mesh.num_cells(),
+                mesh.num_vertices()
+            )));
+        }
         if rank >= partition.nparts() {
             return Err(DistError::RankOutOfRange {
                 rank,
                 nparts: partition.nparts(),
             });
-        }
-        if owners.len() != mesh.num_vertices() {
-            return Err(DistError::InvalidPartition(format!(
-                "{} vertex owners for {} vertices",
-                owners.len(),
-                mesh.num_vertices()
-            )));
         }
         let per = mesh.cell_type().num_vertices();
         let cell_global: Vec<u32> = (0..mesh.num_cells() as u32)
@@ -87,7 +150,6 @@ impl LocalPart {
                 vertex_global.push(v as u32);
             }
         }
-        let dim = mesh.dim();
         let coords: Vec<f64> = vertex_global
             .iter()
             .flat_map(|&v| mesh.vertex(v as usize).iter().copied())
@@ -96,7 +158,6 @@ impl LocalPart {
         for &c in &cell_global {
             cells.extend(mesh.cell(c as usize).iter().map(|&v| local_of[v as usize]));
         }
-        debug_assert_eq!(coords.len(), vertex_global.len() * dim);
         let tags: Vec<i32> = if mesh.cell_tags().is_empty() {
             Vec::new()
         } else {
@@ -114,33 +175,61 @@ impl LocalPart {
             let facets = local_facets(mesh.facets(), &local_of, &local)?;
             local = local.with_facets(facets)?;
         }
-        let vertex_owner = vertex_global.iter().map(|&v| owners[v as usize]).collect();
+        let mut vertex_holder_offsets = Vec::with_capacity(vertex_global.len() + 1);
+        let mut vertex_holders = Vec::with_capacity(vertex_global.len());
+        vertex_holder_offsets.push(0);
+        for &v in &vertex_global {
+            vertex_holders.extend_from_slice(decomposition.holders(v as usize));
+            vertex_holder_offsets.push(vertex_holders.len() as u32);
+        }
+        let boundary_facets = decomposition
+            .boundary_facets
+            .iter()
+            .filter_map(|&(c, f)| {
+                cell_global
+                    .binary_search(&c)
+                    .ok()
+                    .map(|local_cell| (local_cell as u32, f))
+            })
+            .collect();
         Ok(LocalPart {
             rank,
+            nparts: partition.nparts(),
             mesh: local,
             cell_global,
             vertex_global,
-            vertex_owner,
+            vertex_holder_offsets,
+            vertex_holders,
+            boundary_facets,
         })
+    }
+
+    /// The ranks holding local vertex `v`, increasing.
+    pub fn holders(&self, v: usize) -> &[u32] {
+        &self.vertex_holders
+            [self.vertex_holder_offsets[v] as usize..self.vertex_holder_offsets[v + 1] as usize]
+    }
+
+    /// The owner of local vertex `v`: the lowest rank holding it.
+    pub fn vertex_owner(&self, v: usize) -> usize {
+        self.holders(v)[0] as usize
     }
 
     /// Local vertices this rank owns.
     pub fn owned_vertices(&self) -> usize {
-        self.vertex_owner
-            .iter()
-            .filter(|&&o| o as usize == self.rank)
+        (0..self.vertex_global.len())
+            .filter(|&v| self.vertex_owner(v) == self.rank)
             .count()
     }
 
-    /// The other ranks that own a vertex this rank holds, in increasing order (those it
-    /// receives interface values from; it sends its own to the ranks that hold its
-    /// owned interface vertices).
-    pub fn owning_neighbours(&self) -> Vec<usize> {
+    /// The other ranks holding a vertex this rank holds, increasing: the ranks it
+    /// exchanges interface values with.
+    pub fn neighbours(&self) -> Vec<usize> {
         let mut n: Vec<usize> = self
-            .vertex_owner
+            .vertex_holders
             .iter()
-            .map(|&o| o as usize)
-            .filter(|&o| o != self.rank)
+            .map(|&r| r as usize)
+            .filter(|&r| r != self.rank)
             .collect();
         n.sort_unstable();
         n.dedup();

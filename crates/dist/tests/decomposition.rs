@@ -2,7 +2,7 @@
 //! coverage of every cell and vertex, one owner per vertex, tagged facets carried over,
 //! and clear errors.
 
-use ferrofem_dist::{partition_cells, vertex_owners, CellPartition, DistError, LocalPart};
+use ferrofem_dist::{partition_cells, CellPartition, Decomposition, DistError, LocalPart};
 use ferrofem_mesh::{generate_box, read_gmsh, BoxSpec, Mesh};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -29,9 +29,10 @@ fn check_decomposition(mesh: &Mesh, nparts: usize) {
         sizes.iter().all(|&s| s as f64 <= 1.03 * mean + 2.0),
         "{nparts} parts: sizes {sizes:?}"
     );
-    let owners = vertex_owners(mesh, &partition).expect("owners");
+    let decomposition = Decomposition::new(mesh, partition.clone()).expect("decomposition");
+    let owners = decomposition.vertex_owners();
     let parts: Vec<LocalPart> = (0..nparts)
-        .map(|r| LocalPart::extract(mesh, &partition, &owners, r).expect("part"))
+        .map(|r| LocalPart::extract(mesh, &decomposition, r).expect("part"))
         .collect();
 
     // every cell in exactly one part, with its own vertices in the same order
@@ -65,8 +66,9 @@ fn check_decomposition(mesh: &Mesh, nparts: usize) {
     for part in &parts {
         for (lv, &gv) in part.vertex_global.iter().enumerate() {
             held_by[gv as usize].push(part.rank);
-            assert_eq!(part.vertex_owner[lv], owners[gv as usize]);
-            if part.vertex_owner[lv] as usize == part.rank {
+            assert_eq!(part.vertex_owner(lv) as u32, owners[gv as usize]);
+            assert_eq!(part.holders(lv), decomposition.holders(gv as usize));
+            if part.vertex_owner(lv) == part.rank {
                 owned_by[gv as usize].push(part.rank);
             }
         }
@@ -80,15 +82,38 @@ fn check_decomposition(mesh: &Mesh, nparts: usize) {
     }
     let owned: usize = parts.iter().map(LocalPart::owned_vertices).sum();
     assert_eq!(owned, held_by.iter().filter(|h| !h.is_empty()).count());
-    // the neighbours a rank receives from own interface vertices it holds
+    // a rank's neighbours are the ranks that share a vertex with it, both ways
     for part in &parts {
-        for n in part.owning_neighbours() {
-            assert!(n < part.rank, "the owner is the lowest holder");
-            assert!(parts[n]
-                .vertex_global
-                .iter()
-                .any(|v| part.vertex_global.binary_search(v).is_ok()));
+        for n in 0..nparts {
+            let shares = n != part.rank
+                && parts[n]
+                    .vertex_global
+                    .iter()
+                    .any(|v| part.vertex_global.binary_search(v).is_ok());
+            assert_eq!(part.neighbours().contains(&n), shares);
+            assert_eq!(parts[n].neighbours().contains(&part.rank), shares);
         }
+    }
+    // the boundary of the whole mesh, split between the parts: exactly its facets
+    let mut global_boundary: Vec<(u32, u8)> = mesh.boundary_facets();
+    global_boundary.sort_unstable();
+    let mut from_parts: Vec<(u32, u8)> = parts
+        .iter()
+        .flat_map(|p| {
+            p.boundary_facets
+                .iter()
+                .map(|&(c, f)| (p.cell_global[c as usize], f))
+        })
+        .collect();
+    from_parts.sort_unstable();
+    assert_eq!(from_parts, global_boundary);
+    if nparts > 1 {
+        let local_boundary: usize = parts.iter().map(|p| p.mesh.boundary_facets().len()).sum();
+        assert_eq!(
+            local_boundary - global_boundary.len(),
+            2 * partition.cut_facets(&mesh.facet_incidence().expect("topology")),
+            "interfaces are local boundary on both sides, and not in boundary_facets"
+        );
     }
 
     // each tagged boundary facet in the part of its cell, once, with its tag
@@ -190,9 +215,9 @@ fn bad_requests_are_clear_errors() {
         "{err}"
     );
     let p = partition_cells(&mesh, 2).unwrap();
-    let owners = vertex_owners(&mesh, &p).unwrap();
+    let d = Decomposition::new(&mesh, p.clone()).unwrap();
     assert!(matches!(
-        LocalPart::extract(&mesh, &p, &owners, 2),
+        LocalPart::extract(&mesh, &d, 2),
         Err(DistError::RankOutOfRange { rank: 2, nparts: 2 })
     ));
     assert!(matches!(
@@ -205,7 +230,11 @@ fn bad_requests_are_clear_errors() {
     ));
     let other = boxed("tri:3x3");
     assert!(matches!(
-        vertex_owners(&other, &p),
+        Decomposition::new(&other, p),
+        Err(DistError::InvalidPartition(_))
+    ));
+    assert!(matches!(
+        LocalPart::extract(&other, &d, 0),
         Err(DistError::InvalidPartition(_))
     ));
 }

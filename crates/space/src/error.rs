@@ -21,6 +21,20 @@ pub enum SpaceError {
         /// Number of cells of the space.
         num_cells: usize,
     },
+    /// A facet, as (cell, local facet), outside the space's mesh.
+    #[error(
+        "facet {facet} of cell {cell} is out of range ({cells} cells of {facets_per_cell} facets)"
+    )]
+    FacetOutOfRange {
+        /// The cell given.
+        cell: u32,
+        /// The local facet given.
+        facet: u8,
+        /// Cells of the space.
+        cells: usize,
+        /// Facets per cell.
+        facets_per_cell: usize,
+    },
     /// An argument slice of the wrong length.
     #[error("{len} {what} given, expected {expected}")]
     Length {

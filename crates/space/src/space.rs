@@ -295,6 +295,25 @@ impl H1Space {
         Ok(self.facet_nodes_of(mesh.boundary_facets().into_iter()))
     }
 
+    /// Nodes on the given facets, as (cell, local facet) of `mesh`, sorted. A facet out of
+    /// range is an error.
+    pub fn facet_nodes(&self, mesh: &Mesh, facets: &[(u32, u8)]) -> Result<Vec<u32>, SpaceError> {
+        self.check_mesh(mesh)?;
+        let nf = self.cell_type().num_facets();
+        if let Some(&(cell, facet)) = facets
+            .iter()
+            .find(|&&(c, f)| c as usize >= self.num_cells() || f as usize >= nf)
+        {
+            return Err(SpaceError::FacetOutOfRange {
+                cell,
+                facet,
+                cells: self.num_cells(),
+                facets_per_cell: nf,
+            });
+        }
+        Ok(self.facet_nodes_of(facets.iter().copied()))
+    }
+
     /// Nodes on the facets carrying any of `tags` (physical groups of dimension `dim - 1`),
     /// sorted. An unknown tag is an error.
     pub fn tagged_nodes(&self, mesh: &Mesh, tags: &[i32]) -> Result<Vec<u32>, SpaceError> {

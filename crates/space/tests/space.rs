@@ -433,3 +433,33 @@ fn renumbered_refuses_a_map_that_repeats_a_node() {
     new_of[1] = 0;
     s.renumbered(&new_of);
 }
+
+#[test]
+fn facet_nodes_of_the_boundary_facets_are_the_boundary_nodes() {
+    for spec in ["tri:3x2", "quad:3x2", "tet:2x2x1", "hex:2x1x2"] {
+        let mesh = boxmesh(spec);
+        let space = H1Space::new(&mesh, 2, 1).unwrap();
+        let facets = mesh.boundary_facets();
+        assert_eq!(
+            space.facet_nodes(&mesh, &facets).unwrap(),
+            space.boundary_nodes(&mesh).unwrap(),
+            "{spec}"
+        );
+        // one facet: its closure's nodes, (p + 1)^(d - 1) on tensor cells
+        let one = space.facet_nodes(&mesh, &facets[..1]).unwrap();
+        let expected = match mesh.cell_type() {
+            CellType::Triangle | CellType::Quadrilateral => 3,
+            CellType::Tetrahedron => 6,
+            CellType::Hexahedron => 9,
+        };
+        assert_eq!(one.len(), expected, "{spec}");
+        let nf = mesh.cell_type().num_facets() as u8;
+        assert!(matches!(
+            space.facet_nodes(&mesh, &[(0, nf)]),
+            Err(ferrofem_space::SpaceError::FacetOutOfRange { .. })
+        ));
+        assert!(space
+            .facet_nodes(&mesh, &[(mesh.num_cells() as u32, 0)])
+            .is_err());
+    }
+}
