@@ -38,10 +38,37 @@ pub trait Communicator {
         recv: &mut [&mut [T]],
     ) -> Result<(), DistError>;
 
+    /// Element-wise sums of `v` over the ranks, on every rank, in the order the transport
+    /// chooses (exact where at most one rank holds a nonzero value, as in records that one
+    /// rank makes each).
+    fn sum_all(&self, v: &mut [f64]) -> Result<(), DistError>;
+
     /// The sum over the ranks of `local`, added in rank order: the same bits on every
     /// rank and in every run with the same number of ranks.
     fn sum(&self, local: f64) -> Result<f64, DistError> {
         Ok(self.gather_all(local)?.into_iter().sum())
+    }
+
+    /// The minimum over the ranks of `local` (NaN where any rank has NaN).
+    fn min(&self, local: f64) -> Result<f64, DistError> {
+        Ok(self
+            .gather_all(local)?
+            .into_iter()
+            .fold(f64::INFINITY, |m, x| {
+                if x.is_nan() || m.is_nan() {
+                    f64::NAN
+                } else {
+                    m.min(x)
+                }
+            }))
+    }
+
+    /// The lowest rank whose `flag` is true, if any.
+    fn first_rank_with(&self, flag: bool) -> Result<Option<usize>, DistError> {
+        Ok(self
+            .gather_all(u32::from(flag))?
+            .into_iter()
+            .position(|f| f != 0))
     }
 
     /// Sends vectors of any length: `send[i]` to `ranks[i]`, returning what each of them
@@ -83,6 +110,9 @@ impl Communicator for SingleRank {
     fn gather_all<T: Payload>(&self, local: T) -> Result<Vec<T>, DistError> {
         Ok(vec![local])
     }
+    fn sum_all(&self, _v: &mut [f64]) -> Result<(), DistError> {
+        Ok(())
+    }
     fn exchange<T: Payload>(
         &self,
         ranks: &[usize],
@@ -105,30 +135,65 @@ pub use mpi_comm::MpiComm;
 mod mpi_comm {
     use super::{Communicator, Payload};
     use crate::DistError;
+    use mpi::collective::SystemOperation;
     use mpi::request::WaitGuard;
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::Communicator as _;
     use mpi::traits::*;
+    use mpi::Threading;
+    use std::sync::{Mutex, MutexGuard};
 
     /// `MPI_COMM_WORLD` of the system's MPI, initialised when made and finalised when
-    /// dropped (once per process).
+    /// dropped (once per process, on the thread that made it).
+    ///
+    /// MPI is initialised for calls from any thread, one at a time
+    /// (`MPI_THREAD_SERIALIZED`), and every call holds a lock, so the communicator may be
+    /// shared between threads (a simulation's steps run on the thread pool).
     pub struct MpiComm {
-        world: SimpleCommunicator,
+        world: Mutex<SimpleCommunicator>,
+        rank: usize,
+        size: usize,
         // Dropped after `world`: finalises MPI.
         _universe: mpi::environment::Universe,
     }
 
+    // SAFETY: MPI runs at MPI_THREAD_SERIALIZED or above (checked in `init`), and every use
+    // of the communicator goes through the mutex, so no two threads call MPI at once.
+    unsafe impl Send for MpiComm {}
+    // SAFETY: as for `Send`.
+    unsafe impl Sync for MpiComm {}
+
     impl MpiComm {
-        /// Initialises MPI. Fails where MPI was initialised before in this process.
+        /// Initialises MPI. Fails where MPI was initialised before in this process or
+        /// cannot take calls from more than one thread in turn.
         pub fn init() -> Result<MpiComm, DistError> {
-            let universe = mpi::initialize().ok_or_else(|| {
-                DistError::Exchange("MPI was initialised before in this process".into())
-            })?;
+            let (universe, level) = mpi::initialize_with_threading(Threading::Serialized)
+                .ok_or_else(|| {
+                    DistError::Exchange("MPI was initialised before in this process".into())
+                })?;
+            if level < Threading::Serialized {
+                return Err(DistError::Exchange(format!(
+                    "the MPI library offers threading {level:?}, SERIALIZED is needed"
+                )));
+            }
             let world = universe.world();
             Ok(MpiComm {
-                world,
+                rank: world.rank() as usize,
+                size: world.size() as usize,
+                world: Mutex::new(world),
                 _universe: universe,
             })
+        }
+
+        fn world(&self) -> MutexGuard<'_, SimpleCommunicator> {
+            // a panic while holding the lock leaves the communicator as it was
+            self.world.lock().unwrap_or_else(|e| e.into_inner())
+        }
+
+        /// Ends every rank of the job with `code` (`MPI_Abort`), for an error on one rank
+        /// that the others, waiting in a collective call, would never see.
+        pub fn abort(&self, code: i32) -> ! {
+            self.world().abort(code)
         }
 
         /// Whether this process was started by an MPI launcher with more than one rank
@@ -151,15 +216,21 @@ mod mpi_comm {
 
     impl Communicator for MpiComm {
         fn rank(&self) -> usize {
-            self.world.rank() as usize
+            self.rank
         }
         fn size(&self) -> usize {
-            self.world.size() as usize
+            self.size
         }
         fn gather_all<T: Payload>(&self, local: T) -> Result<Vec<T>, DistError> {
             let mut all = vec![T::default(); self.size()];
-            self.world.all_gather_into(&local, &mut all[..]);
+            self.world().all_gather_into(&local, &mut all[..]);
             Ok(all)
+        }
+        fn sum_all(&self, v: &mut [f64]) -> Result<(), DistError> {
+            let local = v.to_vec();
+            self.world()
+                .all_reduce_into(&local[..], v, SystemOperation::sum());
+            Ok(())
         }
         fn exchange<T: Payload>(
             &self,
@@ -185,20 +256,17 @@ mod mpi_comm {
                     self.size()
                 )));
             }
+            let world = self.world();
             mpi::request::scope(|scope| {
                 let mut pending = Vec::with_capacity(2 * ranks.len());
                 for (&r, buf) in ranks.iter().zip(recv.iter_mut()) {
-                    let req = self
-                        .world
+                    let req = world
                         .process_at_rank(r as i32)
                         .immediate_receive_into(scope, &mut **buf);
                     pending.push(WaitGuard::from(req));
                 }
                 for (&r, buf) in ranks.iter().zip(send) {
-                    let req = self
-                        .world
-                        .process_at_rank(r as i32)
-                        .immediate_send(scope, *buf);
+                    let req = world.process_at_rank(r as i32).immediate_send(scope, *buf);
                     pending.push(WaitGuard::from(req));
                 }
                 drop(pending);

@@ -18,6 +18,7 @@ mod interface;
 mod krylov;
 mod local_part;
 mod partition;
+mod wave;
 
 #[cfg(feature = "mpi")]
 pub use comm::MpiComm;
@@ -27,3 +28,4 @@ pub use interface::{node_keys, NodeInterface, NodeKey};
 pub use krylov::DistSpace;
 pub use local_part::{Decomposition, LocalPart};
 pub use partition::{partition_cells, CellPartition};
+pub use wave::WavePartition;

@@ -8,16 +8,20 @@
 //! - the operator applied part by part and summed across the interfaces equals the
 //!   serial operator's product (1e-13), and a distributed dot product the serial one;
 //! - taking the owners' values makes a vector consistent;
-//! - a Dirichlet problem solved by distributed PCG equals the serial solution (1e-12).
+//! - a Dirichlet problem solved by distributed PCG equals the serial solution (1e-12);
+//! - a wave simulation on the parts equals the serial one: the time step, the
+//!   seismograms (gathered), the field at every node and the energy (1e-12).
 //!
 //! Cases: the sum-factorised diffusion and mass operators on hexahedra (three components
 //! for the mass) and the pointwise Poisson form with its forcing on triangles,
-//! quadrilaterals and tetrahedra.
+//! quadrilaterals and tetrahedra; acoustic waves on quadrilaterals (absorbing and rigid
+//! sides, a monopole) and elastic waves on hexahedra (a medium varying in space, absorbing,
+//! rigid and free sides, a moment-tensor source and a point force, a body force).
 
 use ferrofem_base::LinearOperator;
 use ferrofem_dist::{
     node_keys, partition_cells, Communicator, Decomposition, DistSpace, LocalPart, MpiComm,
-    NodeInterface, NodeKey,
+    NodeInterface, NodeKey, WavePartition,
 };
 use ferrofem_mesh::{generate_box, BoxSpec, Mesh};
 use ferrofem_operator::tensor::{TensorKind, TensorOperator, TensorOptions};
@@ -25,8 +29,13 @@ use ferrofem_operator::{lift_rhs, ConstrainedOperator, FormOperator, Linearized}
 use ferrofem_physics::Poisson;
 use ferrofem_solver::{pcg, CpuSpace, SolveOptions};
 use ferrofem_space::H1Space;
+use ferrofem_wave::{
+    BoundaryCondition, BoundarySpec, Material, Medium, Receiver, RunLength, Simulation, Source,
+    SourceKind, TimeSpec, WaveKind, WaveSetup, Wavelet,
+};
 use std::collections::HashMap;
 use std::process::Command;
+use std::sync::Arc;
 
 fn main() {
     if MpiComm::launched_in_parallel() || std::env::var_os("FERROFEM_MPI_RANK_CHECKS").is_some() {
@@ -297,7 +306,9 @@ impl<'c, C: Communicator> Case<'c, C> {
 }
 
 fn run_rank_checks() {
-    let comm = MpiComm::init().expect("MPI");
+    let comm = Arc::new(MpiComm::init().expect("MPI"));
+    run_wave_checks(&comm);
+    let comm = &*comm;
 
     // sum-factorised operators on hexahedra: BP3 diffusion and BP1 mass of 3 components
     for (spec, order, ncomp, kind) in [
@@ -309,7 +320,7 @@ fn run_rank_checks() {
         ),
         ("hex:4x4x3,perturb=0.2,seed=5", 2, 3, TensorKind::Mass),
     ] {
-        let case = Case::new(&comm, spec, order, ncomp);
+        let case = Case::new(comm, spec, order, ncomp);
         let opts = TensorOptions::new(kind);
         let serial = TensorOperator::<f64>::new(&case.mesh, &case.space, &opts).expect("serial op");
         let local = TensorOperator::<f64>::new(&case.part.mesh, &case.local_space, &opts)
@@ -332,7 +343,7 @@ fn run_rank_checks() {
         ("quad:8x6,perturb=0.2,seed=2", 2),
         ("tet:4x4x3,perturb=0.2,seed=4", 2),
     ] {
-        let case = Case::new(&comm, spec, order, 1);
+        let case = Case::new(comm, spec, order, 1);
         let dim = case.mesh.dim();
         let physics = Poisson::manufactured(dim, 1.0).expect("physics");
         let serial_form =
@@ -353,4 +364,168 @@ fn run_rank_checks() {
         f_partial.iter_mut().for_each(|v| *v = -*v);
         case.check_solve(serial, local, &f_global, &f_partial);
     }
+}
+
+/// The global node of each node of a simulation's space on a part, from the keys of the
+/// serial simulation's space.
+fn wave_node_map(
+    serial: &Simulation<f64>,
+    mesh: &Mesh,
+    local: &Simulation<f64>,
+    part: &LocalPart,
+) -> Vec<u32> {
+    let ids: Vec<u32> = (0..mesh.num_cells() as u32).collect();
+    let vids: Vec<u32> = (0..mesh.num_vertices() as u32).collect();
+    let index: HashMap<NodeKey, u32> = node_keys(serial.space(), mesh, &ids, &vids)
+        .expect("keys")
+        .into_iter()
+        .enumerate()
+        .map(|(n, k)| (k, n as u32))
+        .collect();
+    node_keys(
+        local.space(),
+        &part.mesh,
+        &part.cell_global,
+        &part.vertex_global,
+    )
+    .expect("local keys")
+    .iter()
+    .map(|k| index[k])
+    .collect()
+}
+
+/// Runs `setup` on `spec` serially and on this rank's part; compares them.
+fn check_wave(comm: &Arc<MpiComm>, spec: &str, setup: &WaveSetup) {
+    let name = format!(
+        "{spec} {:?} p={} on {} ranks",
+        setup.kind,
+        setup.order,
+        comm.size()
+    );
+    let mesh = boxed(spec);
+    let mut serial = Simulation::<f64>::new(&mesh, setup).expect("serial simulation");
+    serial.run(|_| {}).expect("serial run");
+
+    let partition = partition_cells(&mesh, comm.size()).expect("partition");
+    let decomposition = Decomposition::new(&mesh, partition).expect("decomposition");
+    let part = Arc::new(LocalPart::extract(&mesh, &decomposition, comm.rank()).expect("part"));
+    let wave_part = WavePartition::new(comm.clone(), part.clone()).expect("wave part");
+    let mut local =
+        Simulation::<f64>::on_part(&part.mesh, setup, &wave_part).expect("simulation on a part");
+    assert_eq!(
+        local.dt(),
+        serial.dt(),
+        "{name}: the whole mesh's time step"
+    );
+    assert_eq!(local.steps(), serial.steps());
+    local.run(|_| {}).expect("distributed run");
+
+    let want = serial.seismograms();
+    let got = local.gathered_seismograms().expect("gather");
+    let scale = max_abs(want);
+    assert!(scale > 0.0, "{name}: the receivers record the wave");
+    let err = want
+        .iter()
+        .zip(&got)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
+        / scale;
+    let map = wave_node_map(&serial, &mesh, &local, &part);
+    let nc = local.components();
+    let field_err = rel_diff(local.field(), serial.field(), &map, nc);
+    let energy_err = (local.energy() - serial.energy()).abs() / serial.energy().abs();
+    if comm.rank() == 0 {
+        println!(
+            "{name}: {} steps, seismograms differ by {err:.1e}, field by {field_err:.1e}, \
+             energy by {energy_err:.1e}",
+            serial.steps()
+        );
+    }
+    assert!(err <= 1e-12, "{name}: seismograms differ by {err:e}");
+    assert!(field_err <= 1e-12, "{name}: field differs by {field_err:e}");
+    assert!(
+        energy_err <= 1e-12,
+        "{name}: energy differs by {energy_err:e}"
+    );
+}
+
+fn run_wave_checks(comm: &Arc<MpiComm>) {
+    let ricker = |f0: f64| Wavelet::ricker(f0, None).expect("wavelet");
+    let receivers = |d: usize| -> Vec<Receiver> {
+        (0..5)
+            .map(|i| {
+                let a = 0.13 + 0.17 * i as f64;
+                let mut x = [a, 0.71 - 0.09 * i as f64, 0.0];
+                if d == 3 {
+                    x[2] = 0.37 + 0.05 * i as f64;
+                }
+                Receiver::new(format!("r{i}"), x)
+            })
+            .collect()
+    };
+
+    // acoustic, 2-D: absorbing and rigid sides, a monopole
+    let water = Material {
+        rho: 1000.0,
+        vp: 1500.0,
+        vs: 0.0,
+    };
+    let mut acoustic = WaveSetup::new(WaveKind::Acoustic, 4, Medium::Uniform(water), 1);
+    acoustic.boundaries = vec![
+        BoundarySpec::new("all", BoundaryCondition::Absorbing),
+        BoundarySpec::new("ymax", BoundaryCondition::Free),
+    ];
+    acoustic.sources = vec![Source {
+        name: "shot".into(),
+        position: [0.43, 0.52, 0.0],
+        kind: SourceKind::Monopole { amplitude: 1e6 },
+        wavelet: ricker(3000.0),
+    }];
+    acoustic.receivers = receivers(2);
+    acoustic.time = TimeSpec {
+        dt: None,
+        length: RunLength::Duration(6e-4),
+    };
+    check_wave(comm, "quad:12x10,perturb=0.2,seed=6", &acoustic);
+
+    // elastic, 3-D: a medium varying in space, absorbing, rigid and free sides, a moment
+    // tensor and a point force, a body force
+    let medium = Medium::Function(Arc::new(|_, x: &[f64; 3]| {
+        Some(Material {
+            rho: 2000.0 + 300.0 * x[2],
+            vp: 3000.0 + 500.0 * x[0],
+            vs: 1700.0 + 200.0 * x[1],
+        })
+    }));
+    let mut elastic = WaveSetup::new(WaveKind::Elastic, 3, medium, 1);
+    elastic.boundaries = vec![
+        BoundarySpec::new("all", BoundaryCondition::Absorbing),
+        BoundarySpec::new("zmin", BoundaryCondition::Rigid),
+        BoundarySpec::new("zmax", BoundaryCondition::Free),
+    ];
+    elastic.sources = vec![
+        Source {
+            name: "quake".into(),
+            position: [0.41, 0.47, 0.53],
+            kind: SourceKind::Moment([[1e9, 2e8, 0.0], [2e8, -5e8, 1e8], [0.0, 1e8, 3e8]]),
+            wavelet: ricker(2500.0),
+        },
+        Source {
+            name: "push".into(),
+            position: [0.72, 0.28, 0.61],
+            kind: SourceKind::Force([0.0, 1e7, -2e7]),
+            wavelet: ricker(2000.0),
+        },
+    ];
+    elastic.receivers = receivers(3);
+    elastic.body_force = Some(Arc::new(|x: &[f64; 3], t: f64, out: &mut [f64]| {
+        let s = (-((t - 2e-4) / 1e-4).powi(2)).exp() * 1e6;
+        out[0] = s * x[1];
+        out[1] = -s * x[0];
+        out[2] = 0.5 * s;
+    }));
+    elastic.time = TimeSpec {
+        dt: None,
+        length: RunLength::Duration(4e-4),
+    };
+    check_wave(comm, "hex:5x4x4,perturb=0.2,seed=8", &elastic);
 }

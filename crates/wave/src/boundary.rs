@@ -9,6 +9,7 @@
 //! `C = ρ (vp n nᵀ + vs (I − n nᵀ))` (elastic), lumped onto the boundary nodes (row sums,
 //! which equal the GLL quadrature of the spectral-element method on straight faces).
 
+use crate::distribution::NodeExchange;
 use crate::{Medium, WaveError, WaveKind};
 use ferrofem_mesh::Mesh;
 use ferrofem_operator::for_each_facet_point;
@@ -78,6 +79,8 @@ pub struct BoundarySetup {
 enum Target {
     All,
     Tag(i32),
+    /// A tag that other ranks hold and this one does not.
+    Elsewhere,
 }
 
 fn resolve(mesh: &Mesh, name: &str) -> Result<Target, WaveError> {
@@ -118,32 +121,63 @@ pub fn setup_boundaries(
     medium: &Medium,
     specs: &[BoundarySpec],
 ) -> Result<BoundarySetup, WaveError> {
+    setup_boundaries_on(mesh, space, kind, medium, specs, None)
+}
+
+/// A part's facets on the boundary of the whole mesh and its exchange.
+pub(crate) type PartBoundary<'a> = (&'a [(u32, u8)], &'a dyn NodeExchange);
+
+/// [`setup_boundaries`] on one part of a distributed mesh when `part` gives the part's
+/// facets on the boundary of the whole mesh and its exchange (for the scalar numbering of
+/// `space`): a boundary named on another rank only is empty here, not unknown, and a node
+/// is held or absorbing, with the damping of all its holders' facets, on every rank that
+/// holds it. Collective then.
+pub(crate) fn setup_boundaries_on(
+    mesh: &Mesh,
+    space: &H1Space,
+    kind: WaveKind,
+    medium: &Medium,
+    specs: &[BoundarySpec],
+    part: Option<PartBoundary<'_>>,
+) -> Result<BoundarySetup, WaveError> {
     let d = mesh.dim();
     let mut zero = Vec::new();
     let mut absorbing_facets = Vec::new();
+    let scalar = if space.ncomp() == 1 {
+        space.clone()
+    } else {
+        space.with_ncomp(1)?
+    };
+    let whole_boundary = match part {
+        Some((facets, _)) => facets.to_vec(),
+        None => mesh.boundary_facets(),
+    };
     let mut located = None;
     for spec in specs {
-        let target = resolve(mesh, &spec.name)?;
-        if spec.condition.is_dirichlet(kind) {
-            zero.extend(match target {
-                Target::All => space.boundary_nodes(mesh)?,
-                Target::Tag(t) => space.tagged_nodes(mesh, &[t])?,
-            });
-        } else if spec.condition == BoundaryCondition::Absorbing {
-            match target {
-                Target::All => absorbing_facets.extend(mesh.boundary_facets()),
-                Target::Tag(t) => {
-                    if located.is_none() {
-                        located = Some(mesh.locate_tagged_facets()?);
-                    }
-                    let all = located.as_deref().unwrap_or(&[]);
-                    absorbing_facets.extend(
-                        all.iter()
-                            .filter(|&&(_, _, tag)| tag == t)
-                            .map(|&(c, f, _)| (c, f)),
-                    );
-                }
+        let mut target = resolve(mesh, &spec.name);
+        if let Some((_, exchange)) = part {
+            if exchange.first_rank_with(target.is_ok())?.is_some() && target.is_err() {
+                target = Ok(Target::Elsewhere);
             }
+        }
+        let facets: Vec<(u32, u8)> = match target? {
+            Target::All => whole_boundary.clone(),
+            Target::Tag(t) => {
+                if located.is_none() {
+                    located = Some(mesh.locate_tagged_facets()?);
+                }
+                let all = located.as_deref().unwrap_or(&[]);
+                all.iter()
+                    .filter(|&&(_, _, tag)| tag == t)
+                    .map(|&(c, f, _)| (c, f))
+                    .collect()
+            }
+            Target::Elsewhere => Vec::new(),
+        };
+        if spec.condition.is_dirichlet(kind) {
+            zero.extend(scalar.facet_nodes(mesh, &facets)?);
+        } else if spec.condition == BoundaryCondition::Absorbing {
+            absorbing_facets.extend(facets);
         }
     }
     zero.sort_unstable();
@@ -153,11 +187,6 @@ pub fn setup_boundaries(
     // (per boundary node: a map, not a vector over every node of the space)
     let mut damping: std::collections::BTreeMap<u32, [f64; 9]> = Default::default();
     let mut bad = None;
-    let scalar = if space.ncomp() == 1 {
-        space.clone()
-    } else {
-        space.with_ncomp(1)?
-    };
     for_each_facet_point(
         mesh,
         &scalar,
@@ -196,6 +225,9 @@ pub fn setup_boundaries(
             "no material for element {cell} on an absorbing boundary"
         )));
     }
+    if let Some((_, exchange)) = part {
+        (zero, damping) = share_boundary_nodes(exchange, scalar.num_nodes(), &zero, &damping)?;
+    }
     let absorbing = damping
         .into_iter()
         .filter(|(i, _)| zero.binary_search(i).is_err())
@@ -204,4 +236,38 @@ pub fn setup_boundaries(
         zero_nodes: zero,
         absorbing,
     })
+}
+
+/// The held nodes and the damping of a part made the same on every rank that holds a node:
+/// a node is held where any holder holds it, and absorbing with the sum of its holders'
+/// damping where any holder's facets absorb. (One vector of 11 values per node, for the
+/// set-up only.)
+#[allow(clippy::type_complexity)]
+fn share_boundary_nodes(
+    exchange: &dyn NodeExchange,
+    num_nodes: usize,
+    zero: &[u32],
+    damping: &std::collections::BTreeMap<u32, [f64; 9]>,
+) -> Result<(Vec<u32>, std::collections::BTreeMap<u32, [f64; 9]>), WaveError> {
+    const W: usize = 11;
+    let mut packed = vec![0.0f64; num_nodes * W];
+    for &n in zero {
+        packed[n as usize * W] = 1.0;
+    }
+    for (&n, c) in damping {
+        packed[n as usize * W + 1] = 1.0;
+        packed[n as usize * W + 2..(n as usize + 1) * W].copy_from_slice(c);
+    }
+    exchange.sum_shared_f64(&mut packed, W)?;
+    let mut zero = Vec::new();
+    let mut shared_damping = std::collections::BTreeMap::new();
+    for (n, v) in packed.chunks_exact(W).enumerate() {
+        if v[0] > 0.0 {
+            zero.push(n as u32);
+        }
+        if v[1] > 0.0 {
+            shared_damping.insert(n as u32, std::array::from_fn(|k| v[2 + k]));
+        }
+    }
+    Ok((zero, shared_damping))
 }

@@ -17,6 +17,7 @@
 pub mod analytic;
 mod boundary;
 pub mod cfl;
+pub mod distribution;
 mod error;
 mod mass;
 mod medium;
@@ -26,6 +27,7 @@ mod velocity_model;
 pub mod wavelet;
 
 pub use boundary::{setup_boundaries, BoundaryCondition, BoundarySetup, BoundarySpec};
+pub use distribution::{NodeExchange, WavePart};
 pub use error::WaveError;
 pub use medium::{Material, Medium, Region};
 pub use points::{Receiver, Source, SourceKind};

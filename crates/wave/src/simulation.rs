@@ -18,9 +18,15 @@
 //! `E^{k+1/2} = ½ v ᵀ M v + ½ (u^{k+1})ᵀ K u^k` with `v = (u^{k+1} − u^k)/dt` exactly (up to
 //! rounding); it is computed every few steps, and a non-finite value, or growth after the
 //! sources have stopped, stops the run.
+//!
+//! **On a part of a distributed mesh** ([`Simulation::on_part`], see
+//! [`crate::distribution`]) the same loop runs on the rank's cells, with `K u − F` summed
+//! across the interfaces before the update, the mass, damping and held nodes summed once at
+//! set-up, and the energy summed over the ranks.
 
-use crate::boundary::{setup_boundaries, BoundarySetup, BoundarySpec};
+use crate::boundary::{setup_boundaries_on, BoundarySetup, BoundarySpec};
 use crate::cfl::{stable_step, StableStep};
+use crate::distribution::{sum_shared, NodeExchange, WavePart};
 use crate::mass::lumped_mass;
 use crate::points::{place_source, stencil, PlacedSource, Receiver, Source, Stencil};
 use crate::{Medium, WaveError, WaveKind};
@@ -172,6 +178,10 @@ pub struct Simulation<T: Real> {
     held: Vec<bool>,
     /// Whether both fields are still zero (no step taken, no state set).
     at_rest: bool,
+    /// The exchange with the other ranks of a distributed mesh (`None`: the whole mesh).
+    exchange: Option<Box<dyn NodeExchange>>,
+    /// Per node: owned by another rank (empty for the whole mesh).
+    foreign: Vec<bool>,
 }
 
 /// One absorbing node: its dofs' update `u⁺ = A₊⁻¹ (2 m u − A₋ u⁻ − dt² r)` with the
@@ -305,7 +315,19 @@ impl<T: Real> Simulation<T> {
     /// and the damping, locates sources and receivers and fixes the time step. Nothing is
     /// run yet.
     pub fn new(mesh: &Mesh, setup: &WaveSetup) -> Result<Simulation<T>, WaveError> {
-        Simulation::build(mesh, setup, true)
+        Simulation::build(mesh, setup, true, None)
+    }
+
+    /// [`Simulation::new`] on one rank's part of a distributed mesh: `mesh` is the part's
+    /// mesh, `part` its place in the whole (see [`crate::distribution`]). Sources and
+    /// receivers are placed on the lowest rank that finds them; the time step is the
+    /// whole mesh's. Collective, as is every step.
+    pub fn on_part(
+        mesh: &Mesh,
+        setup: &WaveSetup,
+        part: &dyn WavePart,
+    ) -> Result<Simulation<T>, WaveError> {
+        Simulation::build(mesh, setup, true, Some(part))
     }
 
     /// [`Simulation::new`] for a simulation whose steps run on a device (a GPU takes over
@@ -313,10 +335,15 @@ impl<T: Real> Simulation<T> {
     /// kernels' batches prefer, which saves that renumbering. It still steps on the CPU,
     /// more slowly.
     pub fn for_device(mesh: &Mesh, setup: &WaveSetup) -> Result<Simulation<T>, WaveError> {
-        Simulation::build(mesh, setup, false)
+        Simulation::build(mesh, setup, false, None)
     }
 
-    fn build(mesh: &Mesh, setup: &WaveSetup, lanes: bool) -> Result<Simulation<T>, WaveError> {
+    fn build(
+        mesh: &Mesh,
+        setup: &WaveSetup,
+        lanes: bool,
+        part: Option<&dyn WavePart>,
+    ) -> Result<Simulation<T>, WaveError> {
         let ct = mesh.cell_type();
         if !ct.is_tensor() {
             return Err(WaveError::NotTensorMesh(ct));
@@ -341,6 +368,10 @@ impl<T: Real> Simulation<T> {
             scalar.with_ncomp(ncomp)?
         };
         let r = scalar.restriction();
+        let exchange = match part {
+            Some(p) => Some(p.connect(&scalar)?),
+            None => None,
+        };
         let medium = &setup.medium;
         // (a medium constant per cell is checked at one point of each, its first vertex, so
         // that the nodes' coordinates are not needed)
@@ -355,7 +386,15 @@ impl<T: Real> Simulation<T> {
                 .map(|&n| pad(scalar.node_coord(n as usize)))
                 .collect()
         })?;
-        let stable = stable_step(mesh, &scalar, &vmax);
+        let mut stable = stable_step(mesh, &scalar, &vmax);
+        if let Some(ex) = exchange.as_deref() {
+            // the whole mesh's step, with the spacing and speed of the rank that sets it
+            let bound = ex.min(stable.bound)?;
+            let setter = ex.first_rank_with(stable.bound == bound)? == Some(ex.rank());
+            stable.h_min = ex.sum(if setter { stable.h_min } else { 0.0 })?;
+            stable.velocity = ex.sum(if setter { stable.velocity } else { 0.0 })?;
+            stable.bound = bound;
+        }
         let dt = match setup.time.dt {
             None => stable.bound,
             Some(dt) if !(dt.is_finite() && dt > 0.0) => {
@@ -443,7 +482,7 @@ impl<T: Real> Simulation<T> {
         );
         let (stiffness, mass) = (stiffness?, mass?);
         drop(ordered);
-        let mass = match &lane_of {
+        let mut mass = match &lane_of {
             Some(new_of) => {
                 let mut m = vec![0.0; mass.len()];
                 for (old, &new) in new_of.iter().enumerate() {
@@ -453,6 +492,9 @@ impl<T: Real> Simulation<T> {
             }
             None => mass,
         };
+        if let Some(ex) = exchange.as_deref() {
+            ex.sum_shared_f64(&mut mass, 1)?;
+        }
         let body_force = match &setup.body_force {
             None => None,
             Some(f) => {
@@ -460,6 +502,9 @@ impl<T: Real> Simulation<T> {
                 let unit =
                     TensorOperator::<f64>::with_physics(mesh, &space, Mass::unit(ncomp), &colloc)?;
                 unit.try_apply(&vec![1.0; space.num_dofs()], &mut w)?;
+                if let Some(ex) = exchange.as_deref() {
+                    ex.sum_shared_f64(&mut w, ncomp)?;
+                }
                 Some((f.clone(), w))
             }
         };
@@ -467,7 +512,15 @@ impl<T: Real> Simulation<T> {
         let BoundarySetup {
             zero_nodes,
             absorbing,
-        } = setup_boundaries(mesh, &scalar, kind, medium, &setup.boundaries)?;
+        } = setup_boundaries_on(
+            mesh,
+            &scalar,
+            kind,
+            medium,
+            &setup.boundaries,
+            part.zip(exchange.as_deref())
+                .map(|(p, ex)| (p.boundary_facets(), ex)),
+        )?;
         let mut held = vec![false; scalar.num_nodes()];
         for &n in &zero_nodes {
             held[n as usize] = true;
@@ -502,15 +555,28 @@ impl<T: Real> Simulation<T> {
             } else {
                 src.name.clone()
             };
-            let st = stencil(&locator, &map, &scalar, "source", &name, &src.position)?;
-            sources.push(place_source(&st, src, kind, mesh, medium)?);
+            let found = stencil(&locator, &map, &scalar, "source", &name, &src.position);
+            if let Some(st) = place_on_rank(exchange.as_deref(), found)? {
+                sources.push(place_source(&st, src, kind, mesh, medium)?);
+            }
             source_end = source_end.max(src.wavelet.end_time());
         }
         let receiver_stencils = setup
             .receivers
             .iter()
-            .map(|rc| stencil(&locator, &map, &scalar, "receiver", &rc.name, &rc.position))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|rc| {
+                let found = stencil(&locator, &map, &scalar, "receiver", &rc.name, &rc.position);
+                // a receiver on another rank records nothing here
+                Ok(
+                    place_on_rank(exchange.as_deref(), found)?.unwrap_or_else(|| Stencil {
+                        cell: usize::MAX,
+                        nodes: Vec::new(),
+                        values: Vec::new(),
+                        grads: Vec::new(),
+                    }),
+                )
+            })
+            .collect::<Result<Vec<_>, WaveError>>()?;
         if setup.body_force.is_some() {
             // a body force may act for the whole run: the energy may grow throughout
             source_end = f64::INFINITY;
@@ -521,6 +587,10 @@ impl<T: Real> Simulation<T> {
             setup.check_every
         };
         let n = space.num_dofs();
+        let foreign = match exchange.as_deref() {
+            Some(ex) => (0..scalar.num_nodes()).map(|n| !ex.is_owned(n)).collect(),
+            None => Vec::new(),
+        };
         let mut sim = Simulation {
             kind,
             dim: d,
@@ -548,6 +618,8 @@ impl<T: Real> Simulation<T> {
             body_force,
             held,
             at_rest: true,
+            exchange,
+            foreign,
         };
         if lanes {
             // (the CPU steps: their per-dof scale now, outside the timed steps)
@@ -745,11 +817,16 @@ impl<T: Real> Simulation<T> {
         if let Some((f, w)) = &self.body_force {
             let d = self.dim;
             let coords = self.space.node_coords();
+            let foreign = &self.foreign;
             self.ku
                 .par_chunks_mut(nc)
                 .zip(w.par_chunks(nc))
                 .enumerate()
                 .for_each(|(node, (ku, w))| {
+                    // a shared node's force is added by its owner alone, then summed
+                    if foreign.get(node).copied().unwrap_or(false) {
+                        return;
+                    }
                     let mut x = [0.0; 3];
                     x[..d].copy_from_slice(&coords[node * d..(node + 1) * d]);
                     let mut v = [0.0; 3];
@@ -758,6 +835,9 @@ impl<T: Real> Simulation<T> {
                         ku[c] -= T::of(w[c] * v[c]);
                     }
                 });
+        }
+        if let Some(ex) = self.exchange.as_deref() {
+            sum_shared(ex, &mut self.ku, nc)?;
         }
         // absorbing nodes first, from the old values
         let fixed = self.absorbing_values();
@@ -819,6 +899,24 @@ impl<T: Real> Simulation<T> {
                 self.u_prev[i] = v;
             }
         }
+        if check {
+            if let Some(ex) = self.exchange.as_deref() {
+                // a shared node counts on its owner alone
+                for (node, _) in self.foreign.iter().enumerate().filter(|(_, &f)| f) {
+                    let m = self.dt2_minv[node];
+                    if m == T::zero() {
+                        continue;
+                    }
+                    for i in node * nc..(node + 1) * nc {
+                        let v = (self.u_prev[i] - self.u[i]).as_f64();
+                        kin -= v * v / m.as_f64();
+                        pot -= self.u_prev[i].as_f64() * self.ku[i].as_f64();
+                    }
+                }
+                kin = ex.sum(kin)?;
+                pot = ex.sum(pot)?;
+            }
+        }
         std::mem::swap(&mut self.u_prev, &mut self.u);
         self.step += 1;
         self.record();
@@ -828,6 +926,18 @@ impl<T: Real> Simulation<T> {
             self.check_blow_up()?;
         }
         Ok(())
+    }
+
+    /// The seismograms of the whole run so far, `[receiver][component][sample]`. On a part
+    /// of a distributed mesh each receiver is recorded by the rank that placed it and the
+    /// ranks' records are summed here (collective); otherwise a copy of
+    /// [`Simulation::seismograms`].
+    pub fn gathered_seismograms(&self) -> Result<Vec<f64>, WaveError> {
+        let mut all = self.seismograms.clone();
+        if let Some(ex) = self.exchange.as_deref() {
+            ex.sum_all(&mut all)?;
+        }
+        Ok(all)
     }
 
     /// The per-dof copy of the step scale that the CPU update of a vector field reads.
@@ -931,4 +1041,27 @@ fn invert(n: usize, a: &[f64; 9]) -> [f64; 9] {
         }
     }
     out
+}
+
+/// The stencil of a point where it is placed: on the whole mesh, where it was found; on a
+/// part, on the lowest rank that found it (`None` on the others). A point no rank finds
+/// is the error every rank returns.
+fn place_on_rank(
+    exchange: Option<&dyn NodeExchange>,
+    found: Result<Stencil, WaveError>,
+) -> Result<Option<Stencil>, WaveError> {
+    let Some(ex) = exchange else {
+        return found.map(Some);
+    };
+    let found = match found {
+        Ok(st) => Some(Ok(st)),
+        Err(e @ WaveError::Outside { .. }) => Some(Err(e)),
+        Err(e) => return Err(e),
+    };
+    let here = matches!(found, Some(Ok(_)));
+    match (ex.first_rank_with(here)?, found) {
+        (Some(r), Some(Ok(st))) if r == ex.rank() => Ok(Some(st)),
+        (None, Some(Err(e))) => Err(e),
+        _ => Ok(None),
+    }
 }
