@@ -100,8 +100,11 @@ pub struct WaveArgs {
     json: bool,
 }
 
-/// Runs `ferrofem wave`.
+/// Runs `ferrofem wave` (under `mpirun -np N`, N > 1, over N ranks).
 pub fn run(a: WaveArgs) -> Result<(), CliError> {
+    if ferrofem_dist::launched_in_parallel() {
+        return run_on_ranks(&a);
+    }
     let spinner = Progress::stderr(a.json);
     spinner.stage("setting up");
     let case = match &a.file {
@@ -130,7 +133,61 @@ pub fn run(a: WaveArgs) -> Result<(), CliError> {
         b.finish();
     }
     let report = result?;
-    print_report(&a, &case, &report)
+    print_report(&a, &case.mesh.origin, &report)
+}
+
+/// `mpirun -np N ferrofem wave FILE.toml`: the file's problem split over the ranks; rank 0
+/// shows the progress and prints the report. An error on any rank ends the whole job (the
+/// other ranks may be waiting for it in an exchange).
+#[cfg(feature = "mpi")]
+fn run_on_ranks(a: &WaveArgs) -> Result<(), CliError> {
+    use ferrofem_dist::Communicator;
+    let Some(path) = &a.file else {
+        return Err(CliError::Usage(
+            "a run on several ranks takes a problem file (FILE.toml)".into(),
+        ));
+    };
+    check_file_options(a)?;
+    let comm = std::sync::Arc::new(
+        ferrofem_dist::MpiComm::init().map_err(ferrofem_driver::PipelineError::from)?,
+    );
+    let rank = comm.rank();
+    let run = || -> Result<(), CliError> {
+        let file = ProblemFile::read(path)?;
+        let mut bar: Option<StepProgress> = None;
+        let (report, origin) = ferrofem_driver::wave::run_wave_on_ranks(
+            comm.clone(),
+            &file,
+            a.precision,
+            a.backend,
+            &mut |p| {
+                bar.get_or_insert_with(|| StepProgress::stderr(a.json, p.steps))
+                    .update(p.step, p.time, p.energy);
+            },
+        )?;
+        if let Some(b) = &bar {
+            b.finish();
+        }
+        if rank == 0 {
+            print_report(a, &origin, &report)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = run() {
+        eprintln!("error (rank {rank} of {}): {e}", comm.size());
+        comm.abort(1);
+    }
+    Ok(())
+}
+
+/// Without MPI a launch on several ranks would run the whole problem once per rank.
+#[cfg(not(feature = "mpi"))]
+fn run_on_ranks(_: &WaveArgs) -> Result<(), CliError> {
+    Err(CliError::Usage(
+        "started on several MPI ranks, but this ferrofem was built without MPI: build it with \
+         `cargo build --release --features mpi` (README, \"Several ranks\")"
+            .into(),
+    ))
 }
 
 /// With a problem file, only the precision, the backend and `--json` may be given.
@@ -276,7 +333,7 @@ fn quick_case(a: &WaveArgs) -> Result<WaveCase, CliError> {
     })
 }
 
-fn print_report(a: &WaveArgs, case: &WaveCase, r: &WaveReport) -> Result<(), CliError> {
+fn print_report(a: &WaveArgs, origin: &str, r: &WaveReport) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if a.json {
         #[derive(serde::Serialize)]
@@ -288,17 +345,21 @@ fn print_report(a: &WaveArgs, case: &WaveCase, r: &WaveReport) -> Result<(), Cli
         serde_json::to_writer(
             &mut out,
             &Record {
-                mesh: &case.mesh.origin,
+                mesh: origin,
                 report: r,
             },
         )?;
         writeln!(out)?;
         return Ok(());
     }
-    writeln!(out, "mesh       {}", case.mesh.origin)?;
+    writeln!(out, "mesh       {origin}")?;
+    let ranks = match r.ranks {
+        1 => String::new(),
+        n => format!(", {n} ranks"),
+    };
     writeln!(
         out,
-        "problem    {} {}-D, order {}, {} elements, {} dofs ({}, {})",
+        "problem    {} {}-D, order {}, {} elements, {} dofs ({}, {}{ranks})",
         r.kind, r.dim, r.order, r.elements, r.dofs, r.precision, r.backend
     )?;
     if let Some(note) = &r.backend_note {

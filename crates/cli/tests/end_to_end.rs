@@ -281,3 +281,18 @@ fn the_main_job_solves_the_plate_with_a_hole() {
     assert!(csv.starts_with("probe,x,y,u_0,u_1,strain_0"), "{csv}");
     assert_eq!(csv.lines().count(), 3, "{csv}");
 }
+
+/// Started by an MPI launcher on several ranks, a build without MPI refuses instead of
+/// running the whole problem once per rank.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn several_ranks_need_the_mpi_build() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrofem"))
+        .args(["wave", "--box", "quad:4x4", "--f0", "10", "--steps", "2"])
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .output()
+        .expect("run ferrofem");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("built without MPI"), "{stderr}");
+}

@@ -128,6 +128,24 @@ impl Communicator for SingleRank {
     }
 }
 
+/// Whether this process was started by an MPI launcher with more than one rank
+/// (`mpirun -np N`, N > 1), read from the launcher's environment before any MPI call
+/// (Open MPI, MPICH and Slurm's variables). Available without MPI, so that a build
+/// without it can refuse such a launch instead of running N serial copies.
+pub fn launched_in_parallel() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "MPI_LOCALNRANKS",
+        "SLURM_NTASKS",
+    ]
+    .iter()
+    .filter_map(|v| std::env::var(v).ok())
+    .filter_map(|s| s.parse::<usize>().ok())
+    .any(|n| n > 1)
+}
+
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;
 
@@ -194,23 +212,6 @@ mod mpi_comm {
         /// that the others, waiting in a collective call, would never see.
         pub fn abort(&self, code: i32) -> ! {
             self.world().abort(code)
-        }
-
-        /// Whether this process was started by an MPI launcher with more than one rank
-        /// (`mpirun -np N`, N > 1), read from the launcher's environment before any MPI
-        /// call (Open MPI, MPICH and Slurm's variables).
-        pub fn launched_in_parallel() -> bool {
-            [
-                "OMPI_COMM_WORLD_SIZE",
-                "PMI_SIZE",
-                "PMIX_SIZE",
-                "MPI_LOCALNRANKS",
-                "SLURM_NTASKS",
-            ]
-            .iter()
-            .filter_map(|v| std::env::var(v).ok())
-            .filter_map(|s| s.parse::<usize>().ok())
-            .any(|n| n > 1)
         }
     }
 

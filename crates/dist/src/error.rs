@@ -46,6 +46,18 @@ pub enum DistError {
         /// Parts of the partition.
         nparts: usize,
     },
+    /// A part used on a rank it was not made for.
+    #[error("part {part} of {nparts} used on rank {rank} of {size}")]
+    PartNotOnItsRank {
+        /// The part's rank.
+        part: usize,
+        /// The parts of its partition.
+        nparts: usize,
+        /// The rank using it.
+        rank: usize,
+        /// The ranks.
+        size: usize,
+    },
     /// A message between ranks could not be sent as asked.
     #[error("exchange between ranks: {0}")]
     Exchange(String),

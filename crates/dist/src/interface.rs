@@ -106,15 +106,7 @@ impl NodeInterface {
         part: &LocalPart,
         space: &H1Space,
     ) -> Result<NodeInterface, DistError> {
-        if comm.rank() != part.rank || comm.size() != part.nparts {
-            return Err(DistError::Exchange(format!(
-                "part {} of {} on rank {} of {}",
-                part.rank,
-                part.nparts,
-                comm.rank(),
-                comm.size()
-            )));
-        }
+        part.check_on(comm)?;
         let keys = node_keys(space, &part.mesh, &part.cell_global, &part.vertex_global)?;
         let neighbours = part.neighbours();
         // Candidates for each neighbour: nodes on an entity all of whose vertices that

@@ -4,8 +4,8 @@
 
 use crate::{Communicator, DistError, NodeInterface, Payload};
 use ferrofem_base::{LinearOperator, Real};
+use ferrofem_operator::ConstrainedOperator;
 use ferrofem_solver::{KrylovSpace, SolverError};
-use std::sync::Mutex;
 
 fn backend(e: DistError) -> SolverError {
     SolverError::Backend(Box::new(e))
@@ -31,13 +31,12 @@ fn check_len(what: &'static str, expected: usize, found: usize) -> Result<(), So
 /// A Dirichlet dof is constrained on every rank that holds it, also where only another
 /// rank's cells touch the boundary there.
 pub struct DistSpace<'a, T, A, C> {
-    op: A,
+    /// The local operator with the identity on the constrained rows (before the sum).
+    op: ConstrainedOperator<T, A>,
     comm: &'a C,
     interface: &'a NodeInterface,
     ncomp: usize,
-    constrained: Vec<u32>,
     inv_diag: Option<Vec<T>>,
-    scratch: Mutex<Vec<T>>,
 }
 
 impl<'a, T: Real + Payload, A: LinearOperator<T>, C: Communicator> DistSpace<'a, T, A, C> {
@@ -67,17 +66,17 @@ impl<'a, T: Real + Payload, A: LinearOperator<T>, C: Communicator> DistSpace<'a,
         interface
             .sum_shared(comm, &mut mask, ncomp)
             .map_err(backend)?;
-        let constrained = (0..nrows as u32)
+        let constrained: Vec<u32> = (0..nrows as u32)
             .filter(|&d| mask[d as usize] != T::zero())
             .collect();
+        let op = ConstrainedOperator::new(op, &constrained)
+            .map_err(|e| SolverError::Backend(Box::new(e)))?;
         Ok(DistSpace {
             op,
             comm,
             interface,
             ncomp,
-            constrained,
             inv_diag: None,
-            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -85,29 +84,21 @@ impl<'a, T: Real + Payload, A: LinearOperator<T>, C: Communicator> DistSpace<'a,
     /// the interfaces (one on constrained rows). Fails where the operator has no diagonal
     /// or a summed entry is not positive and finite.
     pub fn with_jacobi(mut self) -> Result<Self, SolverError> {
-        let mut diag = self.op.diagonal().ok_or(SolverError::NoDiagonal)?;
+        let mut diag = self.op.inner().diagonal().ok_or(SolverError::NoDiagonal)?;
         check_len("diagonal", self.op.nrows(), diag.len())?;
         self.interface
             .sum_shared(self.comm, &mut diag, self.ncomp)
             .map_err(backend)?;
-        for &c in &self.constrained {
+        for &c in self.op.constrained_dofs() {
             diag[c as usize] = T::one();
         }
-        let mut inv = Vec::with_capacity(diag.len());
-        for (index, &d) in diag.iter().enumerate() {
-            let value = d.as_f64();
-            if !(value.is_finite() && value > 0.0) {
-                return Err(SolverError::InvalidPreconditioner { index, value });
-            }
-            inv.push(T::one() / d);
-        }
-        self.inv_diag = Some(inv);
+        self.inv_diag = Some(ferrofem_solver::cpu::jacobi_inverse(&diag)?);
         Ok(self)
     }
 
     /// The local dofs constrained here (sorted): the union over every holder.
     pub fn constrained_dofs(&self) -> &[u32] {
-        &self.constrained
+        self.op.constrained_dofs()
     }
 
     /// The right-hand side for the correction `w = u − g̃`: `b = f − A g̃` on free dofs,
@@ -119,19 +110,19 @@ impl<'a, T: Real + Payload, A: LinearOperator<T>, C: Communicator> DistSpace<'a,
         check_len("load", n, f_partial.len())?;
         check_len("Dirichlet values", n, g.len())?;
         let mut g_tilde = vec![T::zero(); n];
-        for &c in &self.constrained {
+        for &c in self.op.constrained_dofs() {
             g_tilde[c as usize] = g[c as usize];
         }
         let mut b = f_partial.to_vec();
         let mut ag = vec![T::zero(); n];
-        self.op.apply(&g_tilde, &mut ag);
+        self.op.inner().apply(&g_tilde, &mut ag);
         for (bi, &a) in b.iter_mut().zip(&ag) {
             *bi -= a;
         }
         self.interface
             .sum_shared(self.comm, &mut b, self.ncomp)
             .map_err(backend)?;
-        for &c in &self.constrained {
+        for &c in self.op.constrained_dofs() {
             b[c as usize] = T::zero();
         }
         Ok(b)
@@ -141,7 +132,7 @@ impl<'a, T: Real + Payload, A: LinearOperator<T>, C: Communicator> DistSpace<'a,
     pub fn add_boundary_values(&self, w: &mut [T], g: &[T]) -> Result<(), SolverError> {
         check_len("solution", self.op.nrows(), w.len())?;
         check_len("Dirichlet values", self.op.nrows(), g.len())?;
-        for &c in &self.constrained {
+        for &c in self.op.constrained_dofs() {
             w[c as usize] = g[c as usize];
         }
         Ok(())
@@ -187,25 +178,13 @@ impl<T: Real + Payload, A: LinearOperator<T>, C: Communicator> KrylovSpace<T>
     fn apply(&self, x: &Vec<T>, y: &mut Vec<T>) -> Result<(), SolverError> {
         check_len("operator input", self.dim(), x.len())?;
         check_len("operator output", self.dim(), y.len())?;
-        let mut tmp = self
-            .scratch
-            .try_lock()
-            .map(|mut g| std::mem::take(&mut *g))
-            .unwrap_or_default();
-        tmp.clear();
-        tmp.extend_from_slice(x);
-        for &c in &self.constrained {
-            tmp[c as usize] = T::zero();
-        }
-        self.op.apply(&tmp, y);
+        self.op.apply(x, y);
         self.interface
             .sum_shared(self.comm, y, self.ncomp)
             .map_err(backend)?;
-        for &c in &self.constrained {
+        // (the sum added the holders' copies of the identity rows)
+        for &c in self.op.constrained_dofs() {
             y[c as usize] = x[c as usize];
-        }
-        if let Ok(mut g) = self.scratch.try_lock() {
-            *g = tmp;
         }
         Ok(())
     }

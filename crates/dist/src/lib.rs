@@ -18,14 +18,16 @@ mod interface;
 mod krylov;
 mod local_part;
 mod partition;
+mod scatter;
 mod wave;
 
 #[cfg(feature = "mpi")]
 pub use comm::MpiComm;
-pub use comm::{Communicator, Payload, SingleRank};
+pub use comm::{launched_in_parallel, Communicator, Payload, SingleRank};
 pub use error::DistError;
 pub use interface::{node_keys, NodeInterface, NodeKey};
 pub use krylov::DistSpace;
 pub use local_part::{Decomposition, LocalPart};
 pub use partition::{partition_cells, CellPartition};
+pub use scatter::scatter_parts;
 pub use wave::WavePartition;

@@ -204,6 +204,19 @@ impl LocalPart {
         })
     }
 
+    /// Checks that this is the part of `comm`'s rank among as many parts as ranks.
+    pub fn check_on<C: crate::Communicator>(&self, comm: &C) -> Result<(), DistError> {
+        if comm.rank() != self.rank || comm.size() != self.nparts {
+            return Err(DistError::PartNotOnItsRank {
+                part: self.rank,
+                nparts: self.nparts,
+                rank: comm.rank(),
+                size: comm.size(),
+            });
+        }
+        Ok(())
+    }
+
     /// The ranks holding local vertex `v`, increasing.
     pub fn holders(&self, v: usize) -> &[u32] {
         &self.vertex_holders

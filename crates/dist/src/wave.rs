@@ -19,15 +19,7 @@ pub struct WavePartition<C> {
 impl<C: Communicator + Send + Sync + 'static> WavePartition<C> {
     /// The part `part` on the ranks of `comm` (this rank's part).
     pub fn new(comm: Arc<C>, part: Arc<LocalPart>) -> Result<Self, DistError> {
-        if comm.rank() != part.rank || comm.size() != part.nparts {
-            return Err(DistError::Exchange(format!(
-                "part {} of {} on rank {} of {}",
-                part.rank,
-                part.nparts,
-                comm.rank(),
-                comm.size()
-            )));
-        }
+        part.check_on(&*comm)?;
         Ok(WavePartition { comm, part })
     }
 }

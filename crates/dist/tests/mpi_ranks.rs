@@ -38,7 +38,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 fn main() {
-    if MpiComm::launched_in_parallel() || std::env::var_os("FERROFEM_MPI_RANK_CHECKS").is_some() {
+    if ferrofem_dist::launched_in_parallel()
+        || std::env::var_os("FERROFEM_MPI_RANK_CHECKS").is_some()
+    {
         run_rank_checks();
     } else {
         launch_all();

@@ -84,4 +84,18 @@ fn one_rank_is_the_serial_solve() {
         .exchange(&[1], &[&[1.0f64][..]], &mut [&mut buf[..]])
         .is_err());
     assert_eq!(comm.sum(2.5).unwrap(), 2.5);
+
+    // a part of two is not this single rank's
+    let halves = Decomposition::new(&mesh, partition_cells(&mesh, 2).unwrap()).unwrap();
+    let second = LocalPart::extract(&mesh, &halves, 1).unwrap();
+    let second_space = H1Space::new(&second.mesh, 3, 1).unwrap();
+    assert!(matches!(
+        NodeInterface::new(&comm, &second, &second_space),
+        Err(DistError::PartNotOnItsRank {
+            part: 1,
+            nparts: 2,
+            rank: 0,
+            size: 1
+        })
+    ));
 }

@@ -59,6 +59,9 @@ pub enum PipelineError {
     /// The wave solver refused its input or stopped (a blow-up).
     #[error(transparent)]
     Wave(#[from] ferrofem_wave::WaveError),
+    /// Partitioning or exchanging between ranks failed.
+    #[error("distributed run: {0}")]
+    Distributed(#[from] ferrofem_dist::DistError),
     /// An output that cannot be written, or inconsistent output settings.
     #[error("{0}")]
     Output(String),

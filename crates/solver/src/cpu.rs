@@ -92,6 +92,24 @@ pub fn xpby<T: Real>(x: &[T], beta: T, y: &mut [T]) -> Result<(), SolverError> {
     Ok(())
 }
 
+/// The inverse of a Jacobi preconditioner's diagonal; fails with
+/// [`SolverError::InvalidPreconditioner`] where an entry is not positive and finite (an SPD
+/// operator's diagonal is).
+pub fn jacobi_inverse<T: Real>(diagonal: &[T]) -> Result<Vec<T>, SolverError> {
+    diagonal
+        .iter()
+        .enumerate()
+        .map(|(index, &d)| {
+            let value = d.as_f64();
+            if value.is_finite() && value > 0.0 {
+                Ok(T::one() / d)
+            } else {
+                Err(SolverError::InvalidPreconditioner { index, value })
+            }
+        })
+        .collect()
+}
+
 /// The host Krylov space: vectors are `Vec<T>`, `A` is any [`LinearOperator`] (assembled
 /// [`ferrofem_base::CsrMatrix`] or matrix-free), and `M⁻¹` is the identity or Jacobi.
 ///
@@ -124,15 +142,7 @@ impl<T: Real, A: LinearOperator<T>> CpuSpace<T, A> {
     pub fn with_jacobi(op: A, diagonal: &[T]) -> Result<Self, SolverError> {
         let mut space = Self::new(op)?;
         check_len("Jacobi diagonal", space.n, diagonal.len())?;
-        let mut inv = Vec::with_capacity(diagonal.len());
-        for (index, &d) in diagonal.iter().enumerate() {
-            let value = d.as_f64();
-            if !(value.is_finite() && value > 0.0) {
-                return Err(SolverError::InvalidPreconditioner { index, value });
-            }
-            inv.push(T::one() / d);
-        }
-        space.inv_diag = Some(inv);
+        space.inv_diag = Some(jacobi_inverse(diagonal)?);
         Ok(space)
     }
 

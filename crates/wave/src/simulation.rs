@@ -681,6 +681,11 @@ impl<T: Real> Simulation<T> {
     pub fn receivers(&self) -> &[Receiver] {
         &self.receivers
     }
+    /// The nodes this rank owns (every node of the whole mesh, serially): summed over the
+    /// ranks, the whole mesh's nodes.
+    pub fn owned_nodes(&self) -> usize {
+        self.space().num_nodes() - self.foreign.iter().filter(|&&f| f).count()
+    }
     /// Recorded components per receiver (1: pressure; `d`: displacement).
     pub fn components(&self) -> usize {
         self.kind.components(self.dim)

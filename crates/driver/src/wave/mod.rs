@@ -4,11 +4,13 @@
 //! before the time loop starts.
 
 mod outputs;
+mod ranks;
 mod raster;
 mod run;
 mod stepper;
 
 pub use outputs::{SeismogramFormat, WaveOutputs};
+pub use ranks::run_wave_on_ranks;
 pub use raster::Raster2d;
 pub use run::{run_wave, WaveReport};
 pub use stepper::WaveReal;

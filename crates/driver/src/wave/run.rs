@@ -36,6 +36,8 @@ pub struct WaveReport {
     pub backend: &'static str,
     /// Why it ran there, when `auto` chose.
     pub backend_note: Option<String>,
+    /// The processes (MPI ranks) the mesh was split over; 1 for a serial run.
+    pub ranks: usize,
     /// The time step (s).
     pub dt: f64,
     /// The stable bound (s).
@@ -280,6 +282,7 @@ fn run<T: WaveReal>(
         precision: T::NAME,
         backend,
         backend_note,
+        ranks: 1,
         dt,
         stable_dt,
         steps,
@@ -296,7 +299,7 @@ fn run<T: WaveReal>(
 }
 
 /// Names of the recorded components.
-fn component_names(kind: WaveKind, dim: usize) -> Vec<&'static str> {
+pub(super) fn component_names(kind: WaveKind, dim: usize) -> Vec<&'static str> {
     match kind {
         WaveKind::Acoustic => vec!["p"],
         WaveKind::Elastic => ["ux", "uy", "uz"][..dim].to_vec(),
@@ -319,7 +322,7 @@ fn file_name(path: &Path) -> String {
 }
 
 /// Writes the seismograms in `formats` (and their gathers as PNG); returns the files.
-fn write_seismograms(
+pub(super) fn write_seismograms(
     receivers: &[ferrofem_wave::Receiver],
     dt: f64,
     samples: &[f64],
