@@ -12,6 +12,7 @@ mod huge_pages;
 mod info_cmd;
 mod mesh_cmd;
 mod mesh_source;
+mod peak_memory;
 mod problem_args;
 mod solve_cmd;
 mod wave_cmd;

@@ -133,7 +133,10 @@ pub fn run(a: WaveArgs) -> Result<(), CliError> {
         b.finish();
     }
     let report = result?;
-    print_report(&a, &case.mesh.origin, &report)
+    let memory: Vec<u64> = crate::peak_memory::peak_resident_bytes()
+        .into_iter()
+        .collect();
+    print_report(&a, &case.mesh.origin, &report, &memory)
 }
 
 /// `mpirun -np N ferrofem wave FILE.toml`: the file's problem split over the ranks; rank 0
@@ -168,8 +171,12 @@ fn run_on_ranks(a: &WaveArgs) -> Result<(), CliError> {
         if let Some(b) = &bar {
             b.finish();
         }
+        let own = crate::peak_memory::peak_resident_bytes().unwrap_or(0);
+        let memory = comm
+            .gather_all(own)
+            .map_err(ferrofem_driver::PipelineError::from)?;
         if rank == 0 {
-            print_report(a, &origin, &report)?;
+            print_report(a, &origin, &report, &memory)?;
         }
         Ok(())
     };
@@ -333,7 +340,14 @@ fn quick_case(a: &WaveArgs) -> Result<WaveCase, CliError> {
     })
 }
 
-fn print_report(a: &WaveArgs, origin: &str, r: &WaveReport) -> Result<(), CliError> {
+/// Prints the report; `memory` is the peak resident memory of each rank (bytes; empty where
+/// unknown).
+fn print_report(
+    a: &WaveArgs,
+    origin: &str,
+    r: &WaveReport,
+    memory: &[u64],
+) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     if a.json {
         #[derive(serde::Serialize)]
@@ -341,12 +355,15 @@ fn print_report(a: &WaveArgs, origin: &str, r: &WaveReport) -> Result<(), CliErr
             mesh: &'a str,
             #[serde(flatten)]
             report: &'a WaveReport,
+            /// Peak resident memory of each rank, bytes.
+            peak_memory_per_rank: &'a [u64],
         }
         serde_json::to_writer(
             &mut out,
             &Record {
                 mesh: origin,
                 report: r,
+                peak_memory_per_rank: memory,
             },
         )?;
         writeln!(out)?;
@@ -376,6 +393,18 @@ fn print_report(a: &WaveArgs, origin: &str, r: &WaveReport) -> Result<(), CliErr
         r.setup_seconds, r.step_seconds, r.seconds_per_element_step, r.output_seconds
     )?;
     writeln!(out, "energy     {:.6e} at the end", r.energy)?;
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    match memory {
+        [] => {}
+        [one] => writeln!(out, "memory     peak resident {:.0} MiB", mib(*one))?,
+        [first, rest @ ..] => writeln!(
+            out,
+            "memory     peak resident per rank: {:.0} MiB on rank 0 (reads the mesh), at most \
+             {:.0} MiB on the others",
+            mib(*first),
+            mib(rest.iter().copied().max().unwrap_or(0))
+        )?,
+    }
     writeln!(
         out,
         "recorded   {} receivers, {} sources",

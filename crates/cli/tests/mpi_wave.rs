@@ -2,8 +2,10 @@
 //! serial `ferrofem wave FILE.toml` of the same file: the wave example (two solids on an
 //! unstructured Gmsh mesh, a free surface, absorbing sides, a point force and 31 receivers
 //! on the surface), in f64. The seismograms must agree to 1e-12 of their largest value,
-//! the report the whole mesh's sizes, time step and energy; an error on the ranks ends the
-//! job with its message. Needs the system's MPI (feature `mpi`).
+//! the report the whole mesh's sizes, time step and energy; the snapshots are `.pvtu`
+//! files over one piece per rank, whose fields equal the serial snapshots' at every node
+//! (checked by `scripts/check_pvtu.py` with meshio where `FERROFEM_CHECK_VTU=1`); an error
+//! on the ranks ends the job with its message. Needs the system's MPI (feature `mpi`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,8 +22,8 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-/// The wave example, shortened, in f64, with its seismograms (CSV) under `out` and no
-/// snapshots or plots; written to `out/problem.toml`.
+/// The wave example, shortened, in f64, with its seismograms (CSV) and snapshots (every
+/// 200 steps) under `out` and no plots; written to `out/problem.toml`.
 fn problem_in(out: &Path) -> PathBuf {
     let mesh = examples().join("meshes/wave_layers.msh");
     let text = std::fs::read_to_string(examples().join("wave_layers.toml"))
@@ -34,8 +36,7 @@ fn problem_in(out: &Path) -> PathBuf {
             "formats = [\"csv\", \"su\", \"segy\"]",
             "formats = [\"csv\"]",
         )
-        .replace("snapshots = ", "# snapshots = ")
-        .replace("every = 100", "")
+        .replace("every = 100", "every = 200")
         .replace("plots = true", "plots = false");
     let path = out.join("problem.toml");
     std::fs::write(&path, text).expect("write the problem");
@@ -67,12 +68,12 @@ fn report(out: &Output, what: &str) -> serde_json::Value {
         .unwrap_or_else(|_| panic!("{what}: one JSON object from rank 0 alone"))
 }
 
-/// Every number of a seismogram CSV file, header skipped.
+/// The samples of a seismogram CSV file: every number but the header and the time column.
 fn csv_values(path: &Path) -> Vec<f64> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .skip(1)
-        .flat_map(|l| l.split(','))
+        .flat_map(|l| l.split(',').skip(1))
         .map(|v| v.trim().parse::<f64>().expect("a number"))
         .collect()
 }
@@ -94,6 +95,11 @@ fn the_wave_example_on_ranks_equals_the_serial_run() {
         let r = report(&run, &format!("mpirun -np {np}"));
         assert_eq!(r["ranks"], np);
         assert_eq!(r["backend"], "cpu");
+        let memory = r["peak_memory_per_rank"]
+            .as_array()
+            .expect("memory per rank");
+        assert_eq!(memory.len(), np);
+        assert!(memory.iter().all(|m| m.as_u64().is_some_and(|b| b > 0)));
         for key in ["elements", "dofs", "steps", "receivers", "dt", "stable_dt"] {
             assert_eq!(r[key], serial[key], "{key} on {np} ranks");
         }
@@ -126,6 +132,48 @@ fn the_wave_example_on_ranks_equals_the_serial_run() {
                 diff / scale
             );
         }
+        check_snapshots(&out, &serial_out, np);
+    }
+}
+
+/// The series lists one `.pvtu` per snapshot, each over `np` pieces that exist; where
+/// meshio is at hand, the fields equal the serial run's.
+fn check_snapshots(out: &Path, serial_out: &Path, np: usize) {
+    let pvd = std::fs::read_to_string(out.join("field.pvd")).expect("the series");
+    for step in [0, 200, 400, 460] {
+        let pvtu = format!("field_{step:07}.pvtu");
+        assert!(pvd.contains(&pvtu), "{pvtu} not in the series:\n{pvd}");
+        let text = std::fs::read_to_string(out.join(&pvtu)).expect("the .pvtu");
+        for r in 0..np {
+            let piece = format!("field_{step:07}_p{r}.vtu");
+            assert!(
+                text.contains(&format!("Source=\"{piece}\"")),
+                "{pvtu}: {piece}"
+            );
+            assert!(out.join(&piece).is_file(), "{piece} was not written");
+        }
+        assert!(!out.join(format!("field_{step:07}_p{np}.vtu")).exists());
+    }
+    if std::env::var("FERROFEM_CHECK_VTU").as_deref() != Ok("1") {
+        eprintln!("snapshot fields not compared: set FERROFEM_CHECK_VTU=1 (python3 with meshio)");
+        return;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check_pvtu.py");
+    for step in [200, 460] {
+        let check = Command::new("python3")
+            .arg(&script)
+            .arg(out.join(format!("field_{step:07}.pvtu")))
+            .arg(serial_out.join(format!("field_{step:07}.vtu")))
+            .args(["u", "1e-12"])
+            .output()
+            .expect("python3");
+        let text = String::from_utf8_lossy(&check.stdout);
+        assert!(
+            check.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        print!("{text}");
     }
 }
 
@@ -133,14 +181,14 @@ fn the_wave_example_on_ranks_equals_the_serial_run() {
 fn an_error_on_the_ranks_ends_the_job_with_its_message() {
     let out = temp_dir("refused");
     let problem = problem_in(&out);
-    let text = std::fs::read_to_string(&problem)
-        .expect("problem")
-        .replace("# snapshots = ", "snapshots = ");
-    std::fs::write(&problem, text).expect("write");
-    let run = mpirun(2, &["wave", &problem.display().to_string()]);
+    let run = mpirun(
+        2,
+        &["wave", "--backend", "cuda", &problem.display().to_string()],
+    );
     assert!(!run.status.success());
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("writes no snapshots yet"), "{stderr}");
+    assert!(stderr.contains("steps on the CPU"), "{stderr}");
+    assert!(!out.join("seis_ux.csv").exists());
     let quick = mpirun(
         2,
         &["wave", "--box", "quad:4x4", "--f0", "10", "--steps", "2"],

@@ -22,6 +22,7 @@ mod matrix_market;
 mod number;
 mod plot;
 mod pvd;
+mod pvtu;
 mod seismogram;
 mod space_vtu;
 mod vtu;
@@ -38,8 +39,9 @@ pub use plot::{
     write_field_png, write_trace_gather_png, FieldPlot, GatherPlot, Normalise, Raster, TraceOffset,
 };
 pub use pvd::write_pvd;
+pub use pvtu::write_space_pvtu;
 pub use seismogram::{write_segy, write_seismograms_csv, write_su, Seismograms, Station};
-pub use space_vtu::write_space_vtu;
+pub use space_vtu::{write_space_vtu, write_space_vtu_piece};
 pub use vtu::{
     vtk_cell_type, vtk_node_order, write_mesh_vtu, Encoding, Field, FieldData, VtuFile,
     VTK_HEXAHEDRON, VTK_LAGRANGE_HEXAHEDRON, VTK_LAGRANGE_QUADRILATERAL, VTK_LAGRANGE_TETRAHEDRON,

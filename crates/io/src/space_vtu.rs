@@ -46,7 +46,48 @@ pub fn write_space_vtu(
     cell_fields: &[Field<'_>],
     encoding: Encoding,
 ) -> Result<(), IoError> {
-    let path = path.as_ref();
+    write_lattice_vtu(
+        path.as_ref(),
+        mesh,
+        space,
+        point_fields,
+        cell_fields,
+        None,
+        encoding,
+    )
+}
+
+/// [`write_space_vtu`] for one rank's part of a distributed mesh, a piece of a `.pvtu`
+/// ([`crate::write_space_pvtu`]): `cell_id` holds each cell's number in the whole mesh,
+/// `cell_global` (one per cell of `mesh`).
+pub fn write_space_vtu_piece(
+    path: impl AsRef<Path>,
+    mesh: &Mesh,
+    space: &H1Space,
+    point_fields: &[(&str, &[f64])],
+    cell_global: &[u32],
+    encoding: Encoding,
+) -> Result<(), IoError> {
+    write_lattice_vtu(
+        path.as_ref(),
+        mesh,
+        space,
+        point_fields,
+        &[],
+        Some(cell_global),
+        encoding,
+    )
+}
+
+fn write_lattice_vtu(
+    path: &Path,
+    mesh: &Mesh,
+    space: &H1Space,
+    point_fields: &[(&str, &[f64])],
+    cell_fields: &[Field<'_>],
+    cell_global: Option<&[u32]>,
+    encoding: Encoding,
+) -> Result<(), IoError> {
     let bad = |m: String| Err(IoError::invalid(path, m));
     if space.cell_type() != mesh.cell_type() || space.num_cells() != mesh.num_cells() {
         return bad(format!(
@@ -58,6 +99,14 @@ pub fn write_space_vtu(
         ));
     }
     let ncells = mesh.num_cells();
+    if let Some(global) = cell_global {
+        if global.len() != ncells || global.iter().any(|&g| i32::try_from(g).is_err()) {
+            return bad(format!(
+                "{} global cell numbers for {ncells} cells, or one beyond the Int32 range",
+                global.len()
+            ));
+        }
+    }
     let Ok(ncells_i32) = i32::try_from(ncells) else {
         return bad(format!(
             "{ncells} cells exceed the Int32 range of 'cell_id'"
@@ -105,6 +154,13 @@ pub fn write_space_vtu(
         .collect();
     let tags = mesh.cell_tags();
     let cell_tag: Vec<i32> = cell_id.iter().map(|&c| tags[c as usize]).collect();
+    let cell_id = match cell_global {
+        None => cell_id,
+        Some(global) => cell_id
+            .iter()
+            .map(|&c| i32::try_from(global[c as usize]).unwrap_or(i32::MAX))
+            .collect(),
+    };
     let expanded: Vec<ExpandedData> = cell_fields.iter().map(|f| expand(f, per_cell)).collect();
 
     let mut file = VtuFile::new(space.node_coords(), space.dim())

@@ -2,17 +2,22 @@
 //! rank 0 loads the mesh, partitions it and hands every rank its part
 //! ([`ferrofem_dist::scatter_parts`]); every rank reads the same file, sets the problem up
 //! on its own cells and steps them, summing interface values with its neighbours at every
-//! step; rank 0 writes the gathered seismograms and reports. The whole mesh never reaches
-//! the other ranks.
+//! step; every rank writes its piece of each snapshot, rank 0 the gathered seismograms,
+//! the `.pvtu` and `.pvd` files and the report. The whole mesh never reaches the other
+//! ranks.
 
-use super::run::{component_names, write_seismograms};
+use super::run::{component_names, file_name, next_stop, sibling, write_seismograms};
 use super::WaveReport;
 use crate::backend::BackendArg;
 use crate::file::ProblemFile;
 use crate::pipeline_error::PipelineError;
 use crate::settings::Precision;
-use ferrofem_dist::{scatter_parts, Communicator, WavePartition};
+use ferrofem_base::Real;
+use ferrofem_dist::{scatter_parts, Communicator, LocalPart, WavePartition};
+use ferrofem_io::{write_pvd, write_space_pvtu, write_space_vtu_piece, Encoding};
+use ferrofem_space::H1Space;
 use ferrofem_wave::{Progress, Simulation};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,7 +27,8 @@ use std::time::Instant;
 /// (on every rank) and the mesh's origin.
 ///
 /// The steps run on the CPU: `backend = "cuda"` is refused, `auto` says so in the
-/// report's note. Snapshots are refused (a distributed run writes no VTU pieces yet).
+/// report's note. Snapshots are written as one `.vtu` piece per rank and step, a `.pvtu`
+/// over them and the `.pvd` series of the `.pvtu` files.
 pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     comm: Arc<C>,
     file: &ProblemFile,
@@ -46,13 +52,13 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
         )),
         BackendArg::Cpu => None,
     };
-    if def.outputs.snapshots.is_some() {
-        return Err(PipelineError::Unsupported(format!(
-            "[output] snapshots: a run on {} ranks writes no snapshots yet (run it on one \
-             rank for snapshots, or leave them out)",
-            comm.size()
-        )));
-    }
+    let note = match (&def.outputs.snapshots, def.outputs.plots) {
+        (Some(_), true) => Some(
+            note.map_or(String::new(), |n| n + "; ")
+                + "snapshots are written as .pvtu pieces, drawn as PNG by one-rank runs only",
+        ),
+        _ => note,
+    };
     if comm.rank() == 0 {
         def.outputs.check_writable()?;
     }
@@ -75,11 +81,25 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     let setup_seconds = t0.elapsed().as_secs_f64();
 
     let (steps, check_every) = (run.steps(), run.check_every());
-    let start = Instant::now();
+    let out = &def.outputs;
+    let every = out.every.unwrap_or((steps / 20).max(1));
+    let mut snapshots = Snapshots {
+        comm: &*comm,
+        part: &part,
+        series: Vec::new(),
+        files: Vec::new(),
+        seconds: 0.0,
+    };
+    if let Some(pvd) = &out.snapshots {
+        snapshots.write(pvd, &run)?;
+    }
+    let mut step_seconds = 0.0;
     while run.step_count() < steps {
-        let target = ((run.step_count() / check_every + 1) * check_every).min(steps);
-        run.run_to(target)?;
-        if comm.rank() == 0 {
+        let (target, check) = next_stop(run.step_count(), check_every, every, steps);
+        let start = Instant::now();
+        run.run_to(target, check)?;
+        step_seconds += start.elapsed().as_secs_f64();
+        if check && comm.rank() == 0 {
             progress(&Progress {
                 step: run.step_count(),
                 steps,
@@ -87,18 +107,27 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
                 energy: run.energy(),
             });
         }
+        if let Some(pvd) = &out.snapshots {
+            if run.step_count() % every == 0 || run.step_count() == steps {
+                snapshots.write(pvd, &run)?;
+            }
+        }
     }
-    let step_seconds = start.elapsed().as_secs_f64();
 
     let start = Instant::now();
+    let mut files = std::mem::take(&mut snapshots.files);
+    if let (0, Some(pvd)) = (comm.rank(), &out.snapshots) {
+        write_pvd(pvd, &snapshots.series)?;
+        files.push(pvd.display().to_string());
+    }
+    let snapshot_seconds = snapshots.seconds;
     let samples = run.gathered_seismograms()?;
     let (dt, stable_dt, receivers) = run.timing_and_receivers();
     let dim = part.mesh.dim();
     let names = component_names(setup.kind, dim);
-    let mut files = Vec::new();
     if let (0, Some(prefix)) = (comm.rank(), &def.outputs.seismograms) {
         if !receivers.is_empty() {
-            files = write_seismograms(
+            files.extend(write_seismograms(
                 &receivers,
                 dt,
                 &samples,
@@ -106,10 +135,10 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
                 &def.outputs.formats,
                 &names,
                 def.outputs.plots,
-            )?;
+            )?);
         }
     }
-    let output_seconds = start.elapsed().as_secs_f64();
+    let output_seconds = snapshot_seconds + start.elapsed().as_secs_f64();
     // the whole run's sizes, and the slowest rank's times
     let elements = comm.sum(elements as f64)? as usize;
     let dofs = comm.sum(run.owned_dofs() as f64)? as usize;
@@ -176,14 +205,21 @@ impl Run {
     fn energy(&self) -> f64 {
         each!(self, s => s.energy())
     }
-    /// Steps to `target`, checking the energy (collective) after the last one.
-    fn run_to(&mut self, target: usize) -> Result<(), PipelineError> {
+    /// Steps to `target`, checking the energy (collective) after the last one when
+    /// `check`.
+    fn run_to(&mut self, target: usize, check: bool) -> Result<(), PipelineError> {
         each!(self, s => rayon::scope(|_| -> Result<(), PipelineError> {
             while s.step_count() < target {
-                s.advance(s.step_count() + 1 == target)?;
+                s.advance(check && s.step_count() + 1 == target)?;
             }
             Ok(())
         }))
+    }
+    fn space(&self) -> &H1Space {
+        each!(self, s => s.space())
+    }
+    fn field(&self) -> Vec<f64> {
+        each!(self, s => s.field().iter().map(|v| v.as_f64()).collect())
     }
     /// The seismograms of every rank's receivers (collective).
     fn gathered_seismograms(&self) -> Result<Vec<f64>, PipelineError> {
@@ -195,5 +231,48 @@ impl Run {
     /// Dofs of the nodes this rank owns.
     fn owned_dofs(&self) -> usize {
         each!(self, s => s.owned_nodes() * s.components())
+    }
+}
+
+/// The snapshots of a distributed run: every rank writes its piece of each, rank 0 the
+/// `.pvtu` over the pieces and the series.
+struct Snapshots<'a, C> {
+    comm: &'a C,
+    part: &'a LocalPart,
+    /// `(time, .pvtu name)` on rank 0.
+    series: Vec<(f64, String)>,
+    files: Vec<String>,
+    seconds: f64,
+}
+
+impl<C: Communicator> Snapshots<'_, C> {
+    /// Writes the current field: `<stem>_<step>_p<rank>.vtu` beside `pvd`, and on rank 0
+    /// `<stem>_<step>.pvtu`.
+    fn write(&mut self, pvd: &Path, run: &Run) -> Result<(), PipelineError> {
+        let start = Instant::now();
+        let k = run.step_count();
+        let space = run.space();
+        let name = if space.ncomp() == 1 { "p" } else { "u" };
+        let piece = |r: usize| sibling(pvd, &format!("{k:07}_p{r}.vtu"));
+        let field = run.field();
+        write_space_vtu_piece(
+            piece(self.comm.rank()),
+            &self.part.mesh,
+            space,
+            &[(name, &field)],
+            &self.part.cell_global,
+            Encoding::Binary,
+        )?;
+        if self.comm.rank() == 0 {
+            let pvtu = sibling(pvd, &format!("{k:07}.pvtu"));
+            let pieces: Vec<String> = (0..self.comm.size())
+                .map(|r| file_name(&piece(r)))
+                .collect();
+            write_space_pvtu(&pvtu, &pieces, &[(name, space.ncomp())])?;
+            self.series.push((run.time(), file_name(&pvtu)));
+            self.files.push(pvtu.display().to_string());
+        }
+        self.seconds += start.elapsed().as_secs_f64();
+        Ok(())
     }
 }

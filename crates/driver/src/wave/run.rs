@@ -214,10 +214,7 @@ fn run<T: WaveReal>(
                 send(stepper.request_snapshot()?);
             }
             while stepper.step_count() < steps {
-                let k = stepper.step_count();
-                let next = |every: usize| (k / every + 1) * every;
-                let target = next(check_every).min(next(every)).min(steps);
-                let check = target % check_every == 0 || target == steps;
+                let (target, check) = next_stop(stepper.step_count(), check_every, every, steps);
                 let start = Instant::now();
                 stepper.run_to(target, check)?;
                 step_seconds += start.elapsed().as_secs_f64();
@@ -298,6 +295,14 @@ fn run<T: WaveReal>(
     })
 }
 
+/// Where the time loop stops next from step `k`: the next energy check or snapshot, or
+/// the end; and whether the energy is checked there.
+pub(super) fn next_stop(k: usize, check_every: usize, every: usize, steps: usize) -> (usize, bool) {
+    let next = |every: usize| (k / every + 1) * every;
+    let target = next(check_every).min(next(every)).min(steps);
+    (target, target % check_every == 0 || target == steps)
+}
+
 /// Names of the recorded components.
 pub(super) fn component_names(kind: WaveKind, dim: usize) -> Vec<&'static str> {
     match kind {
@@ -307,7 +312,7 @@ pub(super) fn component_names(kind: WaveKind, dim: usize) -> Vec<&'static str> {
 }
 
 /// `pvd`'s path with its extension replaced by `_<suffix>`.
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
+pub(super) fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -315,7 +320,7 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(format!("{stem}_{suffix}"))
 }
 
-fn file_name(path: &Path) -> String {
+pub(super) fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
