@@ -8,7 +8,7 @@
 //! all holders, in rank order, so every holder gets the same bits. A dot product counts
 //! each node on its owner alone ([`NodeInterface::dot`]).
 
-use crate::{Communicator, DistError, LocalPart, Payload};
+use crate::{Communicator, DistError, LocalPart, Payload, SharedSumPlan};
 use ferrofem_base::Real;
 use ferrofem_mesh::Mesh;
 use ferrofem_space::H1Space;
@@ -95,6 +95,8 @@ pub struct NodeInterface {
     shared_nodes: Vec<u32>,
     /// Whether each local node is owned here (its lowest holder is this rank).
     owned: Vec<bool>,
+    /// The exchange and rank-order sum as index lists.
+    plan: SharedSumPlan,
 }
 
 impl NodeInterface {
@@ -178,6 +180,7 @@ impl NodeInterface {
         let mut shared_nodes: Vec<u32> = shared.iter().flatten().copied().collect();
         shared_nodes.sort_unstable();
         shared_nodes.dedup();
+        let plan = SharedSumPlan::new(part.rank, &neighbours, &shared, &shared_nodes);
         Ok(NodeInterface {
             rank: part.rank,
             num_nodes: space.num_nodes(),
@@ -185,6 +188,7 @@ impl NodeInterface {
             shared,
             shared_nodes,
             owned,
+            plan,
         })
     }
 
@@ -209,6 +213,11 @@ impl NodeInterface {
         &self.shared_nodes
     }
 
+    /// The exchange and sum over the shared nodes as index lists (for a device).
+    pub fn sum_plan(&self) -> &SharedSumPlan {
+        &self.plan
+    }
+
     /// Whether local node `n` is owned here.
     pub fn is_owned(&self, n: usize) -> bool {
         self.owned[n]
@@ -229,30 +238,29 @@ impl NodeInterface {
         Ok(())
     }
 
-    fn pack<T: Payload>(&self, v: &[T], ncomp: usize) -> Vec<Vec<T>> {
-        self.shared
-            .iter()
-            .map(|nodes| {
-                nodes
-                    .iter()
-                    .flat_map(|&n| {
-                        v[n as usize * ncomp..(n as usize + 1) * ncomp]
-                            .iter()
-                            .copied()
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
+    /// Sends every neighbour `v`'s values at the nodes it shares and returns what they sent,
+    /// both laid out as [`SharedSumPlan`] says.
     fn swap<C: Communicator, T: Payload>(
         &self,
         comm: &C,
-        send: &[Vec<T>],
-    ) -> Result<Vec<Vec<T>>, DistError> {
-        let mut recv: Vec<Vec<T>> = send.iter().map(|s| vec![T::default(); s.len()]).collect();
-        let send_refs: Vec<&[T]> = send.iter().map(Vec::as_slice).collect();
-        let mut recv_refs: Vec<&mut [T]> = recv.iter_mut().map(Vec::as_mut_slice).collect();
+        v: &[T],
+        ncomp: usize,
+    ) -> Result<Vec<T>, DistError> {
+        let plan = &self.plan;
+        let mut send = vec![T::default(); plan.num_sent() * ncomp];
+        plan.pack(v, ncomp, &mut send);
+        let mut recv = vec![T::default(); send.len()];
+        let blocks = |i: usize| plan.offsets[i] * ncomp..plan.offsets[i + 1] * ncomp;
+        let send_refs: Vec<&[T]> = (0..self.neighbours.len())
+            .map(|i| &send[blocks(i)])
+            .collect();
+        let mut rest = recv.as_mut_slice();
+        let mut recv_refs: Vec<&mut [T]> = Vec::with_capacity(self.neighbours.len());
+        for i in 0..self.neighbours.len() {
+            let (block, tail) = rest.split_at_mut(blocks(i).len());
+            recv_refs.push(block);
+            rest = tail;
+        }
         comm.exchange(&self.neighbours, &send_refs, &mut recv_refs)?;
         Ok(recv)
     }
@@ -270,35 +278,8 @@ impl NodeInterface {
         if self.neighbours.is_empty() {
             return Ok(());
         }
-        let send = self.pack(v, ncomp);
-        let recv = self.swap(comm, &send)?;
-        let own: Vec<T> = self
-            .shared_nodes
-            .iter()
-            .flat_map(|&n| {
-                v[n as usize * ncomp..(n as usize + 1) * ncomp]
-                    .iter()
-                    .copied()
-            })
-            .collect();
-        for &n in &self.shared_nodes {
-            v[n as usize * ncomp..(n as usize + 1) * ncomp].fill(T::zero());
-        }
-        let add = |v: &mut [T], nodes: &[u32], values: &[T]| {
-            for (&n, vals) in nodes.iter().zip(values.chunks_exact(ncomp)) {
-                for (x, &y) in v[n as usize * ncomp..].iter_mut().zip(vals) {
-                    *x += y;
-                }
-            }
-        };
-        let below = self.neighbours.partition_point(|&r| r < self.rank);
-        for i in 0..below {
-            add(v, &self.shared[i], &recv[i]);
-        }
-        add(v, &self.shared_nodes, &own);
-        for i in below..self.neighbours.len() {
-            add(v, &self.shared[i], &recv[i]);
-        }
+        let recv = self.swap(comm, v, ncomp)?;
+        self.plan.combine(v, ncomp, &recv);
         Ok(())
     }
 
@@ -315,14 +296,14 @@ impl NodeInterface {
         if self.neighbours.is_empty() {
             return Ok(());
         }
-        let send = self.pack(v, ncomp);
-        let recv = self.swap(comm, &send)?;
+        let recv = self.swap(comm, v, ncomp)?;
         let below = self.neighbours.partition_point(|&r| r < self.rank);
         // a node's owner is its lowest holder: take the lowest neighbour's value first
         // and never overwrite it with a higher one's
         let mut taken = vec![false; self.num_nodes];
         for i in 0..below {
-            for (&n, vals) in self.shared[i].iter().zip(recv[i].chunks_exact(ncomp)) {
+            let block = &recv[self.plan.offsets[i] * ncomp..self.plan.offsets[i + 1] * ncomp];
+            for (&n, vals) in self.shared[i].iter().zip(block.chunks_exact(ncomp)) {
                 if !std::mem::replace(&mut taken[n as usize], true) {
                     v[n as usize * ncomp..(n as usize + 1) * ncomp].copy_from_slice(vals);
                 }

@@ -19,6 +19,7 @@ mod krylov;
 mod local_part;
 mod partition;
 mod scatter;
+mod sum_plan;
 mod wave;
 
 #[cfg(feature = "mpi")]
@@ -30,4 +31,5 @@ pub use krylov::DistSpace;
 pub use local_part::{Decomposition, LocalPart};
 pub use partition::{partition_cells, CellPartition};
 pub use scatter::scatter_parts;
+pub use sum_plan::{SharedSumPlan, OWN_VALUE};
 pub use wave::WavePartition;
