@@ -703,7 +703,7 @@ fn bench_problem<E: ElementMatrices<f64>>(label: &str, m: &Mesh, space: &H1Space
 }
 
 /// Hand-run benchmark of the strategies:
-/// `cargo test --release -p ferrofem-assembly --test assembly -- --ignored --nocapture bench`
+/// `cargo test --release -p ferrofem-assembly --test integration -- --ignored --nocapture assembly::bench`
 /// (`FERROFEM_BENCH_N` sets the grid size, default 32; `RAYON_NUM_THREADS` the threads).
 #[test]
 #[ignore]

@@ -3,13 +3,11 @@
 //! device: skipped when none is usable, unless FERROFEM_REQUIRE_GPU=1.
 #![cfg(feature = "cuda")]
 
-use common::examples;
+use crate::common::examples;
 use ferrofem_driver::{
     solve_problem, Backend, OperatorKind, Precision, ProblemFile, Progress, SolveSettings,
     SolverKind,
 };
-
-mod common;
 
 fn gpu() -> Option<std::sync::Arc<ferrofem_cuda::GpuDevice>> {
     ferrofem_cuda::GpuDevice::for_tests()
@@ -151,7 +149,7 @@ fn configured_physics_assembled_on_the_gpu_equals_the_cpu() {
 #[test]
 fn an_own_physics_on_the_gpu_equals_the_cpu() {
     let Some(dev) = gpu() else { return };
-    let (case, own) = common::configured_and_own();
+    let (case, own) = crate::common::configured_and_own();
     let mesh = &case.mesh.mesh;
     let settings = SolveSettings {
         solver: Some(SolverKind::Pcg),

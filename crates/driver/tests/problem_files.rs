@@ -13,9 +13,8 @@ use ferrofem_driver::{
     SolveSettings, SolverKind,
 };
 use ferrofem_mesh::Mesh;
-mod common;
 
-use common::examples;
+use crate::common::examples;
 
 /// A solved file: its mesh, solution, boundary integrals and probe values by column name.
 struct Solved {
@@ -311,7 +310,7 @@ fn a_robin_end_matches_the_analytic_slope() {
 /// gives the file's solution (its source stays in its `f0`).
 #[test]
 fn an_own_physics_solves_like_the_configured_one() {
-    let (case, own) = common::configured_and_own();
+    let (case, own) = crate::common::configured_and_own();
     let mesh = &case.mesh.mesh;
     let settings = SolveSettings {
         rtol: Some(1e-13),

@@ -6,9 +6,8 @@ use ferrofem_driver::wave::run_wave;
 use ferrofem_driver::{PipelineError, ProblemFile};
 use ferrofem_wave::WaveError;
 use std::path::PathBuf;
-mod common;
 
-use common::examples;
+use crate::common::examples;
 
 fn example_text() -> String {
     std::fs::read_to_string(examples().join("wave_layers.toml")).expect("example")

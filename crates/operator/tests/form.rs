@@ -1375,7 +1375,7 @@ fn quadrature_choice_and_construction_errors() {
 
 /// Timing of the three accumulation strategies (P1 tetrahedra, about 1M cells; Q2
 /// hexahedra; `FF_TIMING_ONLY=<cell>` and `FF_TIMING_ACC=<strategy>` narrow it), run by hand:
-/// `cargo test --release -p ferrofem-operator --test form -- --ignored --nocapture`.
+/// `cargo test --release -p ferrofem-operator --test integration -- --ignored --nocapture form::`.
 #[test]
 #[ignore]
 fn timing_accumulation_strategies() {

@@ -484,7 +484,7 @@ fn bad_inputs_are_errors() {
 }
 
 /// Hand-run throughput measurement (not part of the regular test run):
-/// `cargo test --release -p ferrofem-operator --test tensor -- --ignored --nocapture`.
+/// `cargo test --release -p ferrofem-operator --test integration -- --ignored --nocapture tensor::`.
 /// Env `FERROFEM_BENCH_DOFS` (default 2e6), `FERROFEM_BENCH_ORDERS` (default "3,7"),
 /// `FERROFEM_BENCH_REPEATS` (default 7), `FERROFEM_BENCH_PRECISION` (`f64`, `f32` or
 /// both, default `f64`) and `FERROFEM_BENCH_FILTER` (substring of the printed label, like
