@@ -115,7 +115,7 @@ __device__ __forceinline__ int wave_slot2(int i, int j) {
 }
 
 extern "C" __global__ void __launch_bounds__(EPB * NP)
-wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+wave_stiffness(u32 first, u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
                real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
                const u32* FF_RESTRICT skel, const real* FF_RESTRICT fac,
                real* FF_RESTRICT kfull) {
@@ -123,7 +123,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
     real* sm = (real*)wave_smem;
     const int le = threadIdx.x / NP;
     const int t = threadIdx.x - le * NP;  // row j in the row phases, column i in the column one
-    const u32 e = blockIdx.x * EPB + le;
+    const u32 e = first + blockIdx.x * EPB + le;
     const bool active = e < nelem;
     const size_t ee = active ? e : 0;
     // [4][NC][NP][NP] per element: u, d/dxi, xi-flux, eta-result
@@ -232,7 +232,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #define PE (NP * PP)
 
 extern "C" __global__ void __launch_bounds__(EPB * NP * NP)
-wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+wave_stiffness(u32 first, u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
                real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
                const u32* FF_RESTRICT skel, const real* FF_RESTRICT fac,
                real* FF_RESTRICT kfull) {
@@ -241,7 +241,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
     const int le = threadIdx.x / (NP * NP);
     const int t = threadIdx.x - le * (NP * NP);
     const int a = t % NP, b = t / NP;
-    const u32 e = blockIdx.x * EPB + le;
+    const u32 e = first + blockIdx.x * EPB + le;
     const bool active = e < nelem;
     const size_t ee = active ? e : 0;
     real* se = sm + le * 3 * NC * PE;
@@ -359,7 +359,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #define NPLANE 0
 #endif
 extern "C" __global__ void __launch_bounds__(EPB * NPE)
-wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
+wave_stiffness(u32 first, u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRICT up,
                real* FF_RESTRICT ku, const real* FF_RESTRICT step_scale,
                const u32* FF_RESTRICT skel, const real* FF_RESTRICT fac,
                real* FF_RESTRICT kfull) {
@@ -369,7 +369,7 @@ wave_stiffness(u32 nelem, u32 nskel, const real* FF_RESTRICT u, real* FF_RESTRIC
 #define DAT(q, m) __ldg(&WD[(q) * NP + (m)])
     const int le = threadIdx.x / NPE;
     const int l = threadIdx.x - le * NPE;
-    const u32 e = blockIdx.x * EPB + le;
+    const u32 e = first + blockIdx.x * EPB + le;
     const bool active = e < nelem;
     const int i = l % NP;
     const int j = (l / NP) % NP;
@@ -608,17 +608,19 @@ extern "C" __global__ void wave_tick(u32* FF_RESTRICT clock) {
 
 // The discrete energy's two sums over the nodes 0..n, into out[0] (kinetic, sum of
 // (u+ - u)^2 / (dt^2 / m)) and out[1] (potential, sum of u+ (K u - F)); out zeroed before.
-// Nodes held at zero (dt^2 / m = 0) do not count.
+// Nodes held at zero (dt^2 / m = 0) do not count, nor, on a part of a distributed mesh,
+// those another rank owns (owned[node] = 0; owned null: every node counts).
 extern "C" __global__ void wave_energy(u32 n, const real* FF_RESTRICT next,
                                        const real* FF_RESTRICT u,
                                        const real* FF_RESTRICT kfull,
                                        const real* FF_RESTRICT step_scale,
+                                       const unsigned char* FF_RESTRICT owned,
                                        double* FF_RESTRICT out) {
     double kin = 0.0, pot = 0.0;
     for (u32 node = blockIdx.x * blockDim.x + threadIdx.x; node < n;
          node += gridDim.x * blockDim.x) {
         const real m = step_scale[node];
-        if (m == (real)0) continue;
+        if (m == (real)0 || (owned != nullptr && !owned[node])) continue;
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
             const size_t d = (size_t)node * NC + c;
@@ -643,5 +645,36 @@ extern "C" __global__ void wave_energy(u32 n, const real* FF_RESTRICT next,
         }
         atomicAdd(&out[0], kin);
         atomicAdd(&out[1], pot);
+    }
+}
+
+// The halo of a part of a distributed mesh: the skeleton sums ku at the nodes shared with
+// other ranks, packed for the neighbours (send[i] = ku[nodes[i]], NC values per node) ...
+extern "C" __global__ void wave_pack(u32 n, const u32* FF_RESTRICT nodes,
+                                     const real* FF_RESTRICT ku, real* FF_RESTRICT send) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < n * NC) {
+        const u32 i = t / NC, c = t - i * NC;
+        send[t] = ku[(size_t)nodes[i] * NC + c];
+    }
+}
+
+// ... and, with the neighbours' values received in the same layout, summed at every shared
+// node over its terms in rank order (terms[offsets[k]..offsets[k + 1]]: a received value's
+// index, or 0xffffffff for this rank's own), the order every holder adds in.
+extern "C" __global__ void wave_combine(u32 n, const u32* FF_RESTRICT nodes,
+                                        const u32* FF_RESTRICT offsets,
+                                        const u32* FF_RESTRICT terms,
+                                        const real* FF_RESTRICT recv, real* FF_RESTRICT ku) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < n * NC) {
+        const u32 k = t / NC, c = t - k * NC;
+        const size_t d = (size_t)nodes[k] * NC + c;
+        real sum = (real)0;
+        for (u32 j = offsets[k]; j < offsets[k + 1]; ++j) {
+            const u32 src = terms[j];
+            sum += src == 0xffffffffu ? ku[d] : recv[(size_t)src * NC + c];
+        }
+        ku[d] = sum;
     }
 }

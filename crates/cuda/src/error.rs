@@ -91,6 +91,9 @@ pub enum GpuError {
         /// What is wrong with it.
         what: &'static str,
     },
+    /// A message to or from another rank of a distributed run failed.
+    #[error("exchange with the other ranks: {0}")]
+    Ranks(String),
     /// The kernel cache folder could not be used (compilation still works without it).
     #[error("kernel cache at {path}: {source}")]
     Cache {

@@ -27,6 +27,9 @@ pub trait Communicator {
     fn rank(&self) -> usize;
     /// The number of ranks.
     fn size(&self) -> usize;
+    /// This rank among the ranks on its machine (node), in `0..` their count: which of
+    /// the machine's GPUs it takes.
+    fn node_rank(&self) -> usize;
     /// One value from every rank, in rank order, on every rank.
     fn gather_all<T: Payload>(&self, local: T) -> Result<Vec<T>, DistError>;
     /// Sends `send[i]` to rank `ranks[i]` and receives `recv[i]` from it, for every `i`
@@ -107,6 +110,9 @@ impl Communicator for SingleRank {
     fn size(&self) -> usize {
         1
     }
+    fn node_rank(&self) -> usize {
+        0
+    }
     fn gather_all<T: Payload>(&self, local: T) -> Result<Vec<T>, DistError> {
         Ok(vec![local])
     }
@@ -171,6 +177,7 @@ mod mpi_comm {
         world: Mutex<SimpleCommunicator>,
         rank: usize,
         size: usize,
+        node_rank: usize,
         // Dropped after `world`: finalises MPI.
         _universe: mpi::environment::Universe,
     }
@@ -195,9 +202,12 @@ mod mpi_comm {
                 )));
             }
             let world = universe.world();
+            // the ranks that share this one's memory: its machine
+            let node_rank = world.split_shared(world.rank()).rank() as usize;
             Ok(MpiComm {
                 rank: world.rank() as usize,
                 size: world.size() as usize,
+                node_rank,
                 world: Mutex::new(world),
                 _universe: universe,
             })
@@ -221,6 +231,9 @@ mod mpi_comm {
         }
         fn size(&self) -> usize {
             self.size
+        }
+        fn node_rank(&self) -> usize {
+            self.node_rank
         }
         fn gather_all<T: Payload>(&self, local: T) -> Result<Vec<T>, DistError> {
             let mut all = vec![T::default(); self.size()];

@@ -246,23 +246,48 @@ impl NodeInterface {
         v: &[T],
         ncomp: usize,
     ) -> Result<Vec<T>, DistError> {
-        let plan = &self.plan;
-        let mut send = vec![T::default(); plan.num_sent() * ncomp];
-        plan.pack(v, ncomp, &mut send);
+        let mut send = vec![T::default(); self.plan.num_sent() * ncomp];
+        self.plan.pack(v, ncomp, &mut send);
         let mut recv = vec![T::default(); send.len()];
+        self.exchange_packed(comm, &send, &mut recv, ncomp)?;
+        Ok(recv)
+    }
+
+    /// Sends every neighbour its block of `send` (the values at the nodes it shares,
+    /// `ncomp` per node, laid out as [`SharedSumPlan`] says, as a device packs them) and
+    /// receives theirs into `recv`, laid out the same way. Collective over the neighbours.
+    pub fn exchange_packed<C: Communicator, T: Payload>(
+        &self,
+        comm: &C,
+        send: &[T],
+        recv: &mut [T],
+        ncomp: usize,
+    ) -> Result<(), DistError> {
+        let plan = &self.plan;
+        let len = plan.num_sent() * ncomp;
+        if send.len() != len || recv.len() != len {
+            return Err(DistError::Exchange(format!(
+                "packed exchange: {} values sent and {} received for {} shared values",
+                send.len(),
+                recv.len(),
+                len
+            )));
+        }
+        if self.neighbours.is_empty() {
+            return Ok(());
+        }
         let blocks = |i: usize| plan.offsets[i] * ncomp..plan.offsets[i + 1] * ncomp;
         let send_refs: Vec<&[T]> = (0..self.neighbours.len())
             .map(|i| &send[blocks(i)])
             .collect();
-        let mut rest = recv.as_mut_slice();
+        let mut rest = recv;
         let mut recv_refs: Vec<&mut [T]> = Vec::with_capacity(self.neighbours.len());
         for i in 0..self.neighbours.len() {
             let (block, tail) = rest.split_at_mut(blocks(i).len());
             recv_refs.push(block);
             rest = tail;
         }
-        comm.exchange(&self.neighbours, &send_refs, &mut recv_refs)?;
-        Ok(recv)
+        comm.exchange(&self.neighbours, &send_refs, &mut recv_refs)
     }
 
     /// Adds at every shared node the values all its holders have there (`ncomp` values

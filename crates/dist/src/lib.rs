@@ -19,17 +19,16 @@ mod krylov;
 mod local_part;
 mod partition;
 mod scatter;
-mod sum_plan;
 mod wave;
 
 #[cfg(feature = "mpi")]
 pub use comm::MpiComm;
 pub use comm::{launched_in_parallel, Communicator, Payload, SingleRank};
 pub use error::DistError;
+pub use ferrofem_space::{SharedSumPlan, OWN_VALUE};
 pub use interface::{node_keys, NodeInterface, NodeKey};
 pub use krylov::DistSpace;
 pub use local_part::{Decomposition, LocalPart};
 pub use partition::{partition_cells, CellPartition};
 pub use scatter::scatter_parts;
-pub use sum_plan::{SharedSumPlan, OWN_VALUE};
 pub use wave::WavePartition;

@@ -90,11 +90,15 @@ pub struct LocalPart {
     pub rank: usize,
     /// The number of parts.
     pub nparts: usize,
-    /// The rank's cells with their vertices numbered locally, in global order; their
-    /// tags, the physical names and the tagged facets that are facets of these cells.
+    /// The rank's cells with their vertices numbered locally: first the interface cells,
+    /// then the others, each in global order; their tags, the physical names and the
+    /// tagged facets that are facets of these cells.
     pub mesh: Mesh,
     /// The global index of each local cell.
     pub cell_global: Vec<u32>,
+    /// Cells `0..interface_cells` have a vertex that another rank holds: every node shared
+    /// with another rank lies in them, so that the others' work can overlap an exchange.
+    pub interface_cells: usize,
     /// The global index of each local vertex (increasing).
     pub vertex_global: Vec<u32>,
     /// `vertex_holders[vertex_holder_offsets[v]..vertex_holder_offsets[v + 1]]`: the ranks
@@ -134,9 +138,16 @@ impl LocalPart {
             });
         }
         let per = mesh.cell_type().num_vertices();
-        let cell_global: Vec<u32> = (0..mesh.num_cells() as u32)
+        let shared_vertex = |c: u32| {
+            mesh.cell(c as usize)
+                .iter()
+                .any(|&v| decomposition.holders(v as usize).len() > 1)
+        };
+        let (mut cell_global, inner): (Vec<u32>, Vec<u32>) = (0..mesh.num_cells() as u32)
             .filter(|&c| partition.parts()[c as usize] as usize == rank)
-            .collect();
+            .partition(|&c| shared_vertex(c));
+        let interface_cells = cell_global.len();
+        cell_global.extend(inner);
         let mut local_of = vec![u32::MAX; mesh.num_vertices()];
         for &c in &cell_global {
             for &v in mesh.cell(c as usize) {
@@ -182,21 +193,30 @@ impl LocalPart {
             vertex_holders.extend_from_slice(decomposition.holders(v as usize));
             vertex_holder_offsets.push(vertex_holders.len() as u32);
         }
-        let boundary_facets = decomposition
+        // (global cell, local cell), sorted, to find the boundary facets' cells
+        let mut local_cell_of: Vec<(u32, u32)> = cell_global
+            .iter()
+            .enumerate()
+            .map(|(l, &g)| (g, l as u32))
+            .collect();
+        local_cell_of.sort_unstable();
+        let mut boundary_facets: Vec<(u32, u8)> = decomposition
             .boundary_facets
             .iter()
             .filter_map(|&(c, f)| {
-                cell_global
-                    .binary_search(&c)
+                local_cell_of
+                    .binary_search_by_key(&c, |&(g, _)| g)
                     .ok()
-                    .map(|local_cell| (local_cell as u32, f))
+                    .map(|k| (local_cell_of[k].1, f))
             })
             .collect();
+        boundary_facets.sort_unstable();
         Ok(LocalPart {
             rank,
             nparts: partition.nparts(),
             mesh: local,
             cell_global,
+            interface_cells,
             vertex_global,
             vertex_holder_offsets,
             vertex_holders,

@@ -158,6 +158,7 @@ fn encode(part: &LocalPart) -> (Vec<u64>, Vec<f64>) {
         w.bytes(name.name.as_bytes());
     }
     w.u32s(&part.cell_global);
+    w.word(part.interface_cells as u64);
     w.u32s(&part.vertex_global);
     w.u32s(&part.vertex_holder_offsets);
     w.u32s(&part.vertex_holders);
@@ -207,12 +208,14 @@ fn decode(words: &[u64], coords: Vec<f64>) -> Result<LocalPart, DistError> {
         mesh = mesh.with_facets(facets)?;
     }
     let cell_global = r.u32s()?;
+    let interface_cells = r.len()?;
     let vertex_global = r.u32s()?;
     let vertex_holder_offsets = r.u32s()?;
     let vertex_holders = r.u32s()?;
     let flat = r.u32s()?;
     if !r.0.is_empty()
         || cell_global.len() != mesh.num_cells()
+        || interface_cells > cell_global.len()
         || vertex_global.len() != mesh.num_vertices()
         || vertex_holder_offsets.len() != vertex_global.len() + 1
         || vertex_holder_offsets.last().map(|&o| o as usize) != Some(vertex_holders.len())
@@ -231,6 +234,7 @@ fn decode(words: &[u64], coords: Vec<f64>) -> Result<LocalPart, DistError> {
         nparts,
         mesh,
         cell_global,
+        interface_cells,
         vertex_global,
         vertex_holder_offsets,
         vertex_holders,
@@ -253,6 +257,7 @@ mod tests {
         assert_eq!(a.mesh.facets(), b.mesh.facets());
         assert_eq!(a.mesh.physical_names(), b.mesh.physical_names());
         assert_eq!(a.cell_global, b.cell_global);
+        assert_eq!(a.interface_cells, b.interface_cells);
         assert_eq!(a.vertex_global, b.vertex_global);
         assert_eq!(a.vertex_holder_offsets, b.vertex_holder_offsets);
         assert_eq!(a.vertex_holders, b.vertex_holders);

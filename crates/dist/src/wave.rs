@@ -1,7 +1,7 @@
 //! The wave simulation on one rank's part: `ferrofem_wave`'s [`WavePart`] and
 //! [`NodeExchange`] over a [`Communicator`] and a [`NodeInterface`].
 
-use crate::{Communicator, DistError, LocalPart, NodeInterface};
+use crate::{Communicator, DistError, LocalPart, NodeInterface, SharedSumPlan};
 use ferrofem_space::H1Space;
 use ferrofem_wave::{NodeExchange, WaveError, WavePart};
 use std::sync::Arc;
@@ -27,6 +27,10 @@ impl<C: Communicator + Send + Sync + 'static> WavePartition<C> {
 impl<C: Communicator + Send + Sync + 'static> WavePart for WavePartition<C> {
     fn boundary_facets(&self) -> &[(u32, u8)] {
         &self.part.boundary_facets
+    }
+
+    fn interface_cells(&self) -> usize {
+        self.part.interface_cells
     }
 
     fn connect(&self, space: &H1Space) -> Result<Box<dyn NodeExchange>, WaveError> {
@@ -72,5 +76,28 @@ impl<C: Communicator + Send + Sync + 'static> NodeExchange for PartExchange<C> {
     }
     fn is_owned(&self, n: usize) -> bool {
         self.interface.is_owned(n)
+    }
+    fn sum_plan(&self) -> &SharedSumPlan {
+        self.interface.sum_plan()
+    }
+    fn exchange_packed_f64(
+        &self,
+        send: &[f64],
+        recv: &mut [f64],
+        ncomp: usize,
+    ) -> Result<(), WaveError> {
+        self.interface
+            .exchange_packed(&*self.comm, send, recv, ncomp)
+            .map_err(wave_error)
+    }
+    fn exchange_packed_f32(
+        &self,
+        send: &[f32],
+        recv: &mut [f32],
+        ncomp: usize,
+    ) -> Result<(), WaveError> {
+        self.interface
+            .exchange_packed(&*self.comm, send, recv, ncomp)
+            .map_err(wave_error)
     }
 }

@@ -52,7 +52,21 @@ fn check_decomposition(mesh: &Mesh, nparts: usize) {
             if !mesh.cell_tags().is_empty() {
                 assert_eq!(part.mesh.cell_tags()[lc], mesh.cell_tags()[gc as usize]);
             }
+            // the interface cells first: those with a vertex another part holds
+            let at_interface = part
+                .mesh
+                .cell(lc)
+                .iter()
+                .any(|&v| part.holders(v as usize).len() > 1);
+            assert_eq!(at_interface, lc < part.interface_cells, "cell {gc}");
         }
+        if nparts > 1 {
+            assert!(part.interface_cells > 0);
+        }
+        // each group in global order
+        let (front, back) = part.cell_global.split_at(part.interface_cells);
+        assert!(front.windows(2).all(|w| w[0] < w[1]));
+        assert!(back.windows(2).all(|w| w[0] < w[1]));
         for (lv, &gv) in part.vertex_global.iter().enumerate() {
             assert_eq!(part.mesh.vertex(lv), mesh.vertex(gv as usize));
         }

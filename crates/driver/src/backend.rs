@@ -80,6 +80,13 @@ impl Backend {
 /// why it cannot; `auto` opens device 0 and falls back to the CPU (with the reason) only
 /// when no GPU is usable, see the module documentation.
 pub fn select(req: BackendArg) -> Result<Backend, PipelineError> {
+    select_for_rank(req, 0)
+}
+
+/// [`select`] for the rank `node_rank` among the ranks of one machine: it opens the
+/// machine's GPU `node_rank` modulo their count (ranks beyond the count share them).
+pub fn select_for_rank(req: BackendArg, node_rank: usize) -> Result<Backend, PipelineError> {
+    let open_gpu = || open_gpu(node_rank);
     match req {
         BackendArg::Cpu => Ok(Backend::cpu()),
         BackendArg::Cuda => open_gpu(),
@@ -96,12 +103,16 @@ pub fn select(req: BackendArg) -> Result<Backend, PipelineError> {
 }
 
 #[cfg(feature = "cuda")]
-fn open_gpu() -> Result<Backend, PipelineError> {
-    Ok(Backend::Cuda(ferrofem_cuda::GpuDevice::new(0)?))
+fn open_gpu(node_rank: usize) -> Result<Backend, PipelineError> {
+    let ordinal = match node_rank {
+        0 => 0,
+        r => r % ferrofem_cuda::device_count()?.max(1),
+    };
+    Ok(Backend::Cuda(ferrofem_cuda::GpuDevice::new(ordinal)?))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn open_gpu() -> Result<Backend, PipelineError> {
+fn open_gpu(_node_rank: usize) -> Result<Backend, PipelineError> {
     Err(PipelineError::NoGpuPath(
         "this ferrofem was built without the `cuda` feature".into(),
     ))

@@ -2,7 +2,9 @@
 //! of the VTU writer's speed on a large mesh.
 
 use ferrofem_base::CellType;
-use ferrofem_io::{write_mesh_vtu, write_pvd, write_space_vtu, Encoding, Field};
+use ferrofem_io::{
+    write_mesh_vtu, write_pvd, write_space_vtu, write_space_vtu_piece, Encoding, Field,
+};
 use ferrofem_mesh::Mesh;
 use ferrofem_space::H1Space;
 use std::path::{Path, PathBuf};
@@ -248,4 +250,32 @@ fn million_cell_binary_vtu_is_fast() {
         "{bytes} vs {raw}"
     );
     assert!(secs < 3.0, "writing took {secs:.2} s");
+}
+
+/// A piece of a distributed snapshot is refused, with nothing written, when its global
+/// cell numbers are not one per cell or do not fit the `cell_id` array's Int32.
+#[test]
+fn a_piece_with_bad_global_cells_is_refused() {
+    let mesh = grid_mesh(CellType::Quadrilateral, 3);
+    let space = H1Space::new(&mesh, 2, 1).expect("space");
+    let u = vec![0.0; space.num_dofs()];
+    let dir = temp_dir("piece");
+    let n = mesh.num_cells() as u32;
+    let good: Vec<u32> = (0..n).map(|c| 100 + c).collect();
+    let short: Vec<u32> = (0..n - 1).collect();
+    let mut too_big = good.clone();
+    too_big[2] = u32::MAX;
+    for (name, global) in [("short", &short), ("too_big", &too_big)] {
+        let path = dir.join(format!("{name}.vtu"));
+        let e = write_space_vtu_piece(&path, &mesh, &space, &[("u", &u)], global, Encoding::Ascii)
+            .expect_err(name);
+        assert!(e.to_string().contains("global cell numbers"), "{name}: {e}");
+        assert!(!path.exists(), "{name}: a file was written");
+    }
+    let path = dir.join("good.vtu");
+    write_space_vtu_piece(&path, &mesh, &space, &[("u", &u)], &good, Encoding::Ascii)
+        .expect("a good piece");
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(text.contains("Name=\"cell_id\""));
+    assert!(text.contains(&format!("{}", 100 + n - 1)));
 }

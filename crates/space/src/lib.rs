@@ -14,8 +14,10 @@ mod error;
 mod numbering;
 mod probe;
 mod restriction;
+mod shared_sum;
 mod space;
 
 pub use error::SpaceError;
 pub use restriction::{ElemRestriction, TransposeMap};
+pub use shared_sum::{SharedSumPlan, OWN_VALUE};
 pub use space::H1Space;

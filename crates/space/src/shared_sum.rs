@@ -1,7 +1,8 @@
-//! The sum over shared nodes as flat index lists: which local values a rank sends each
-//! neighbour, and, at every shared node, the terms of the sum in rank order. The host sum
-//! ([`crate::NodeInterface::sum_shared`]) runs on it, and a device can run the same lists
-//! in its pack and combine kernels, so both add in the same order and give the same bits.
+//! The sum over the nodes a space shares with other ranks of a distributed mesh, as flat
+//! index lists: which local values a rank sends each neighbour, and, at every shared node,
+//! the terms of the sum in rank order. The host sum (`ferrofem_dist::NodeInterface`) runs
+//! on it, and a device runs the same lists in its pack and combine kernels, so both add in
+//! the same order and every holder of a node gets the same bits.
 
 use ferrofem_base::Real;
 
@@ -33,8 +34,8 @@ pub struct SharedSumPlan {
 impl SharedSumPlan {
     /// The plan of rank `rank` whose neighbours `neighbours` (increasing) share the local
     /// nodes `shared[i]` (in the order both sides list them); `nodes` is every shared node
-    /// once, increasing.
-    pub(crate) fn new(
+    /// once, increasing (each node of `shared` must be in it).
+    pub fn new(
         rank: usize,
         neighbours: &[usize],
         shared: &[Vec<u32>],

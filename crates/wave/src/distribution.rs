@@ -14,7 +14,7 @@
 
 use crate::WaveError;
 use ferrofem_base::Real;
-use ferrofem_space::H1Space;
+use ferrofem_space::{H1Space, SharedSumPlan};
 use std::any::Any;
 
 /// The rank's part of a distributed mesh, as the wave simulation sees it.
@@ -22,6 +22,10 @@ pub trait WavePart: Send + Sync {
     /// The local mesh's facets on the boundary of the whole mesh, as (local cell, local
     /// facet); its other boundary facets are interfaces with other ranks.
     fn boundary_facets(&self) -> &[(u32, u8)];
+    /// The local mesh's cells `0..interface_cells()` are those with a vertex that another
+    /// rank holds: every node shared with another rank lies in them, so the other cells'
+    /// work can run while the shared values are exchanged.
+    fn interface_cells(&self) -> usize;
     /// The exchanges for `space`, a scalar space on the local mesh. Collective.
     fn connect(&self, space: &H1Space) -> Result<Box<dyn NodeExchange>, WaveError>;
 }
@@ -45,6 +49,26 @@ pub trait NodeExchange: Send + Sync {
     fn sum_all(&self, v: &mut [f64]) -> Result<(), WaveError>;
     /// Whether local node `n` is owned here (counted here in global sums).
     fn is_owned(&self, n: usize) -> bool;
+    /// The shared-node sum as index lists: the nodes whose values go to each neighbour,
+    /// and each shared node's terms in rank order (for a device that packs and combines
+    /// the values itself, in the order of [`NodeExchange::sum_shared_f64`]).
+    fn sum_plan(&self) -> &SharedSumPlan;
+    /// Sends every neighbour its block of `send` (packed as the plan says, `ncomp` values
+    /// per node) and receives theirs into `recv`, laid out the same way. Collective over
+    /// the neighbours.
+    fn exchange_packed_f64(
+        &self,
+        send: &[f64],
+        recv: &mut [f64],
+        ncomp: usize,
+    ) -> Result<(), WaveError>;
+    /// [`NodeExchange::exchange_packed_f64`] in `f32`.
+    fn exchange_packed_f32(
+        &self,
+        send: &[f32],
+        recv: &mut [f32],
+        ncomp: usize,
+    ) -> Result<(), WaveError>;
 }
 
 /// [`NodeExchange::sum_shared_f64`] or `_f32` for a vector of `T`.
@@ -61,6 +85,41 @@ pub(crate) fn sum_shared<T: Real>(
     }
     if let Some(v) = any.downcast_mut::<Vec<f32>>() {
         return exchange.sum_shared_f32(v, ncomp);
+    }
+    Err(WaveError::Invalid(format!(
+        "no exchange of {} values between ranks",
+        T::NAME
+    )))
+}
+
+/// [`NodeExchange::exchange_packed_f64`] or `_f32` for buffers of `T` (a device's halo
+/// staged in host memory).
+pub fn exchange_packed<T: Real>(
+    exchange: &dyn NodeExchange,
+    send: &[T],
+    recv: &mut [T],
+    ncomp: usize,
+) -> Result<(), WaveError> {
+    use std::any::TypeId;
+    if TypeId::of::<T>() == TypeId::of::<f64>() {
+        // SAFETY: T is f64 (same type id), so the slices are reinterpreted as themselves.
+        let (s, r) = unsafe {
+            (
+                std::slice::from_raw_parts(send.as_ptr().cast::<f64>(), send.len()),
+                std::slice::from_raw_parts_mut(recv.as_mut_ptr().cast::<f64>(), recv.len()),
+            )
+        };
+        return exchange.exchange_packed_f64(s, r, ncomp);
+    }
+    if TypeId::of::<T>() == TypeId::of::<f32>() {
+        // SAFETY: T is f32 (same type id).
+        let (s, r) = unsafe {
+            (
+                std::slice::from_raw_parts(send.as_ptr().cast::<f32>(), send.len()),
+                std::slice::from_raw_parts_mut(recv.as_mut_ptr().cast::<f32>(), recv.len()),
+            )
+        };
+        return exchange.exchange_packed_f32(s, r, ncomp);
     }
     Err(WaveError::Invalid(format!(
         "no exchange of {} values between ranks",

@@ -179,7 +179,10 @@ pub struct Simulation<T: Real> {
     /// Whether both fields are still zero (no step taken, no state set).
     at_rest: bool,
     /// The exchange with the other ranks of a distributed mesh (`None`: the whole mesh).
-    exchange: Option<Box<dyn NodeExchange>>,
+    exchange: Option<Arc<dyn NodeExchange>>,
+    /// Cells `0..interface_cells` hold every node shared with another rank (0 for the
+    /// whole mesh).
+    interface_cells: usize,
     /// Per node: owned by another rank (empty for the whole mesh).
     foreign: Vec<bool>,
 }
@@ -330,6 +333,16 @@ impl<T: Real> Simulation<T> {
         Simulation::build(mesh, setup, true, Some(part))
     }
 
+    /// [`Simulation::on_part`] for a rank whose steps run on a device, numbered as
+    /// [`Simulation::for_device`] numbers its nodes. Collective.
+    pub fn for_device_on_part(
+        mesh: &Mesh,
+        setup: &WaveSetup,
+        part: &dyn WavePart,
+    ) -> Result<Simulation<T>, WaveError> {
+        Simulation::build(mesh, setup, false, Some(part))
+    }
+
     /// [`Simulation::new`] for a simulation whose steps run on a device (a GPU takes over
     /// its data): the nodes keep the space's numbering instead of the order the CPU
     /// kernels' batches prefer, which saves that renumbering. It still steps on the CPU,
@@ -368,10 +381,11 @@ impl<T: Real> Simulation<T> {
             scalar.with_ncomp(ncomp)?
         };
         let r = scalar.restriction();
-        let exchange = match part {
-            Some(p) => Some(p.connect(&scalar)?),
+        let exchange: Option<Arc<dyn NodeExchange>> = match part {
+            Some(p) => Some(Arc::from(p.connect(&scalar)?)),
             None => None,
         };
+        let interface_cells = part.map_or(0, |p| p.interface_cells());
         let medium = &setup.medium;
         // (a medium constant per cell is checked at one point of each, its first vertex, so
         // that the nodes' coordinates are not needed)
@@ -619,6 +633,7 @@ impl<T: Real> Simulation<T> {
             held,
             at_rest: true,
             exchange,
+            interface_cells,
             foreign,
         };
         if lanes {
@@ -685,6 +700,20 @@ impl<T: Real> Simulation<T> {
     /// ranks, the whole mesh's nodes.
     pub fn owned_nodes(&self) -> usize {
         self.space().num_nodes() - self.foreign.iter().filter(|&&f| f).count()
+    }
+    /// The exchange with the other ranks, on a part of a distributed mesh.
+    pub fn exchange(&self) -> Option<&Arc<dyn NodeExchange>> {
+        self.exchange.as_ref()
+    }
+    /// On a part of a distributed mesh, the cells `0..interface_cells()` hold every node
+    /// shared with another rank; 0 for the whole mesh.
+    pub fn interface_cells(&self) -> usize {
+        self.interface_cells
+    }
+    /// Whether local node `n` is counted here in sums over the ranks (always, for the
+    /// whole mesh).
+    pub fn owns_node(&self, n: usize) -> bool {
+        !self.foreign.get(n).copied().unwrap_or(false)
     }
     /// Recorded components per receiver (1: pressure; `d`: displacement).
     pub fn components(&self) -> usize {

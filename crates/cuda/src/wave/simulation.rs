@@ -10,7 +10,8 @@ use cudarc::driver::{
 use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::{FactorLayout, TensorOperator};
 use ferrofem_space::H1Space;
-use ferrofem_wave::{blow_up_error, BlowUpWatch, Simulation, WaveError, WaveKind};
+use ferrofem_wave::distribution::exchange_packed;
+use ferrofem_wave::{blow_up_error, BlowUpWatch, NodeExchange, Simulation, WaveError, WaveKind};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -85,6 +86,41 @@ struct Kernels {
     record: CudaFunction,
     tick: CudaFunction,
     energy: CudaFunction,
+    pack: CudaFunction,
+    combine: CudaFunction,
+}
+
+// (wave_combine marks a rank's own term as 0xffffffff)
+const _: () = assert!(ferrofem_space::OWN_VALUE == u32::MAX);
+
+/// A simulation on one rank's part of a distributed mesh: its exchange with the other
+/// ranks, the nodes it owns, and the halo of the skeleton sums at shared nodes.
+struct RankLink<T: GpuReal> {
+    exchange: Arc<dyn NodeExchange>,
+    /// Per kernel node: 1 where this rank owns it (counts it in the energy).
+    owned: DeviceVec<u8>,
+    /// `None` where the part shares no node.
+    halo: Option<Halo<T>>,
+}
+
+/// The exchange of the skeleton sums `ku` at the nodes a part shares, on every step:
+/// the interface cells' stiffness first, then the shared sums packed on a side stream and
+/// exchanged through page-locked host memory while the other cells' stiffness runs, then
+/// summed in rank order (the order of the host's sum) before the updates.
+struct Halo<T: GpuReal> {
+    side: Arc<CudaStream>,
+    /// The interface cells: `0..interface_cells` hold every shared node.
+    interface_cells: usize,
+    /// The kernels' node of every sent value (all skeleton nodes).
+    send_nodes: DeviceVec<u32>,
+    /// The shared nodes (kernel numbering) and their terms in rank order.
+    nodes: DeviceVec<u32>,
+    term_offsets: DeviceVec<u32>,
+    terms: DeviceVec<u32>,
+    send: DeviceVec<T>,
+    recv: DeviceVec<T>,
+    host_send: PinnedHostSlice<T>,
+    host_recv: PinnedHostSlice<T>,
 }
 
 /// A wave simulation whose time loop runs on the GPU: the stiffness action with the
@@ -109,6 +145,11 @@ pub struct GpuWave<T: GpuReal> {
     skeleton: DeviceVec<u32>,
     factors: DeviceVec<T>,
     absorbing: DeviceVec<f64>,
+    /// The sources' loads at skeleton dofs, taken out of `ku` before the stiffness.
+    load_target: DeviceVec<u32>,
+    load_source: DeviceVec<u32>,
+    load_coef: DeviceVec<f64>,
+    /// The sources at element-interior dofs, into `u⁺` after the stiffness kernel.
     inject_target: DeviceVec<u32>,
     inject_source: DeviceVec<u32>,
     inject_coef: DeviceVec<f64>,
@@ -150,6 +191,8 @@ pub struct GpuWave<T: GpuReal> {
     snapshot: Option<SnapshotCopy<T>>,
     /// The step and time of the snapshot on its way, if any.
     snapshot_pending: Option<(usize, f64)>,
+    /// On a part of a distributed mesh, the link to the other ranks.
+    ranks: Option<RankLink<T>>,
 }
 
 /// A snapshot on its way to the host: the field copied on the device (on the steps' stream,
@@ -292,7 +335,13 @@ impl<T: GpuReal> GpuWave<T> {
         let absorb_blocks = blocks(layout.skeleton - layout.plain);
         let inject_len: usize = sim.source_loads().map(|s| s.dofs.len() * nc).sum::<usize>();
         // (the fields, the accumulator, K u for the energy and a snapshot's copy)
-        let needed = 5 * nn * nc * tb
+        let halo_bytes = sim.exchange().map_or(0, |ex| {
+            let plan = ex.sum_plan();
+            nn + 4 * plan.num_sent() * nc * tb
+                + 4 * (plan.send_nodes.len() + plan.nodes.len() + plan.sources.len())
+        });
+        let needed = halo_bytes
+            + 5 * nn * nc * tb
             + nn * tb
             + layout.skeleton_nodes.len() * 4
             + factors.len() * tb
@@ -329,6 +378,8 @@ impl<T: GpuReal> GpuWave<T> {
             record: f("wave_record")?,
             tick: f("wave_tick")?,
             energy: f("wave_energy")?,
+            pack: f("wave_pack")?,
+            combine: f("wave_combine")?,
         };
         let smem = shape.shared_bytes(tb);
         kernels
@@ -375,11 +426,12 @@ impl<T: GpuReal> GpuWave<T> {
             absorbing.extend_from_slice(&a.minus[..nc * nc]);
         }
         let absorbing = DeviceVec::from_host(dev, &absorbing, "absorbing nodes")?;
-        // sources: u⁺ gains dt² M⁻¹ F, or dt² A₊⁻¹ F on absorbing nodes
-        let absorbing_index = |node: u32| {
-            let new = layout.new_of[node as usize] as usize;
-            (new >= layout.plain && new < layout.skeleton).then(|| new - layout.plain)
-        };
+        // sources: at a skeleton node the load F is taken out of the accumulator before the
+        // stiffness adds K u (so that the update, plain or absorbing, steps with K u − F and,
+        // on a distributed mesh, the load is summed over the node's holders like K u); at an
+        // element's interior node u⁺ gains dt² M⁻¹ F after the stiffness kernel's update,
+        // and on energy steps F is taken out of K u there
+        let (mut ltarget, mut lsource, mut lcoef) = (Vec::new(), Vec::new(), Vec::new());
         let (mut target, mut source, mut coef) = (Vec::new(), Vec::new(), Vec::new());
         let (mut fdof, mut fsource, mut fweight) = (Vec::new(), Vec::new(), Vec::new());
         let mut wavelets = Vec::with_capacity(nsrc * steps);
@@ -387,36 +439,40 @@ impl<T: GpuReal> GpuWave<T> {
             for (&dof, &wt) in load.dofs.iter().zip(load.weights) {
                 let (node, c) = (dof as usize / nc, dof as usize % nc);
                 let new = layout.new_of[node] as usize;
-                fdof.push((new * nc + c) as u32);
+                let d = (new * nc + c) as u32;
+                if new < layout.skeleton {
+                    ltarget.push(d);
+                    lsource.push(s as u32);
+                    lcoef.push(-wt);
+                    continue;
+                }
+                fdof.push(d);
                 fsource.push(s as u32);
                 fweight.push(-wt);
-                match absorbing_index(node as u32) {
-                    Some(a) => {
-                        let pi = &sim.absorbing_nodes()[a].plus_inv;
-                        for r in 0..nc {
-                            target.push((new * nc + r) as u32);
-                            source.push(s as u32);
-                            coef.push(dt * dt * pi[r * nc + c] * wt);
-                        }
-                    }
-                    None => {
-                        let m = scale_cpu[node].as_f64();
-                        if m != 0.0 {
-                            target.push((new * nc + c) as u32);
-                            source.push(s as u32);
-                            coef.push(m * wt);
-                        }
-                    }
+                let m = scale_cpu[node].as_f64();
+                if m != 0.0 {
+                    target.push(d);
+                    source.push(s as u32);
+                    coef.push(m * wt);
                 }
             }
             wavelets.extend((0..steps).map(|k| load.wavelet.value(k as f64 * dt)));
         }
+        let load_target = DeviceVec::from_host(dev, &ltarget, "source dofs")?;
+        let load_source = DeviceVec::from_host(dev, &lsource, "source indices")?;
+        let load_coef = DeviceVec::from_host(dev, &lcoef, "source weights")?;
         let inject_target = DeviceVec::from_host(dev, &target, "source dofs")?;
         let inject_source = DeviceVec::from_host(dev, &source, "source indices")?;
         let inject_coef = DeviceVec::from_host(dev, &coef, "source weights")?;
         let wavelets = DeviceVec::from_host(dev, &wavelets, "source time functions")?;
         let (mut rn, mut rv) = (Vec::new(), Vec::new());
         for st in sim.receiver_stencils() {
+            if st.nodes.is_empty() {
+                // a receiver another rank records: zero here
+                rn.extend(std::iter::repeat_n(0u32, npe));
+                rv.extend(std::iter::repeat_n(0.0, npe));
+                continue;
+            }
             rn.extend(st.nodes.iter().map(|&n| layout.new_of[n as usize]));
             rv.extend_from_slice(st.values);
         }
@@ -429,6 +485,10 @@ impl<T: GpuReal> GpuWave<T> {
         let force_weight = DeviceVec::from_host(dev, &fweight, "source weights")?;
         let energy_out = DeviceVec::zeros(dev, 2, "energy")?;
         let clock = DeviceVec::from_host(dev, &[sim.step_count() as u32, 0], "step clock")?;
+        let ranks = match sim.exchange() {
+            Some(ex) => Some(RankLink::new(dev, sim, ex, &layout, nc)?),
+            None => None,
+        };
         Ok(GpuWave {
             dev: dev.clone(),
             kernels,
@@ -443,6 +503,9 @@ impl<T: GpuReal> GpuWave<T> {
             skeleton,
             factors,
             absorbing,
+            load_target,
+            load_source,
+            load_coef,
             inject_target,
             inject_source,
             inject_coef,
@@ -473,6 +536,7 @@ impl<T: GpuReal> GpuWave<T> {
             graphs: [None, None],
             snapshot: None,
             snapshot_pending: None,
+            ranks,
         })
     }
 
@@ -609,6 +673,11 @@ impl<T: GpuReal> GpuWave<T> {
         else {
             return Ok(None);
         };
+        // (the context does not track events, so the page-locked buffer's event is never
+        // recorded: the copy's stream is waited for)
+        copy.side
+            .synchronize()
+            .map_err(|e| GpuError::driver("waiting for the snapshot's copy", e))?;
         let g = copy
             .host
             .as_slice()
@@ -621,6 +690,23 @@ impl<T: GpuReal> GpuWave<T> {
     pub fn seismograms(&mut self) -> Result<&[f64], GpuError> {
         self.flush_samples()?;
         Ok(&self.seismograms)
+    }
+
+    /// The seismograms of every rank's receivers (on a part of a distributed mesh each
+    /// receiver is recorded by one rank, zero elsewhere): [`GpuWave::seismograms`] summed
+    /// over the ranks. Collective.
+    pub fn gathered_seismograms(&mut self) -> Result<Vec<f64>, GpuWaveError> {
+        self.flush_samples()?;
+        let mut all = self.seismograms.clone();
+        if let Some(link) = &self.ranks {
+            link.exchange.sum_all(&mut all)?;
+        }
+        Ok(all)
+    }
+
+    /// Whether this runs one rank's part of a distributed mesh.
+    pub fn on_ranks(&self) -> bool {
+        self.ranks.is_some()
     }
 
     /// Copies the buffered receiver samples back.
@@ -655,7 +741,8 @@ impl<T: GpuReal> GpuWave<T> {
         let target = target.min(self.steps);
         while self.step < target {
             let end = self.step + GRAPH_STEPS;
-            if end < target || (end == target && !check) {
+            // (a step of a distributed run waits for the host's exchange: no graph)
+            if self.ranks.is_none() && (end < target || (end == target && !check)) {
                 self.run_graph()?;
             } else {
                 self.advance(check && self.step + 1 == target)?;
@@ -708,7 +795,8 @@ impl<T: GpuReal> GpuWave<T> {
     /// The launches of one step: stiffness, updates, sources, the fields' swap, the
     /// receivers, the clock.
     fn launch_step_kernels(&mut self, check: bool) -> Result<(), GpuError> {
-        self.launch_stiffness(check)?;
+        self.launch_loads()?;
+        self.launch_stiffness_summed(check)?;
         self.launch_updates(check)?;
         self.launch_sources(check)?;
         std::mem::swap(&mut self.u, &mut self.up);
@@ -732,6 +820,9 @@ impl<T: GpuReal> GpuWave<T> {
         }
         if check {
             self.energy = self.sum_energy()?;
+            if let Some(link) = &self.ranks {
+                self.energy = link.exchange.sum(self.energy)?;
+            }
             if let Some(what) = self.watch.check(self.energy, self.time()) {
                 let u = self.field()?;
                 return Err(blow_up_error(&self.space, &u, self.step, self.time(), what).into());
@@ -749,18 +840,27 @@ impl<T: GpuReal> GpuWave<T> {
         }
     }
 
-    /// The stiffness kernel: `K u` and the interior nodes' update into `up`, the skeleton's
-    /// sums into `ku`.
-    fn launch_stiffness(&self, check: bool) -> Result<(), GpuError> {
+    /// The stiffness kernel over the elements `first..end`: `K u` and the interior nodes'
+    /// update into `up`, the skeleton's sums into `ku`.
+    fn launch_stiffness(&self, first: usize, end: usize, check: bool) -> Result<(), GpuError> {
+        if end <= first {
+            return Ok(());
+        }
+        let blocks = if (first, end) == (0, self.nelem) {
+            self.stiffness_blocks
+        } else {
+            (end - first).div_ceil(self.shape.elems_per_block())
+        };
         let cfg = LaunchConfig {
-            grid_dim: (self.stiffness_blocks as u32, 1, 1),
+            grid_dim: (blocks as u32, 1, 1),
             block_dim: (self.shape.block_threads() as u32, 1, 1),
             shared_mem_bytes: self.shape.shared_bytes(std::mem::size_of::<T>()) as u32,
         };
-        let (ne, nskel) = (self.nelem as u32, self.layout.skeleton as u32);
+        let (first, ne, nskel) = (first as u32, end as u32, self.layout.skeleton as u32);
         let kfull = self.kfull_arg(check);
         let mut b = self.dev.stream().launch_builder(&self.kernels.stiffness);
-        b.arg(&ne)
+        b.arg(&first)
+            .arg(&ne)
             .arg(&nskel)
             .arg(self.u.slice())
             .arg(self.up.slice())
@@ -772,6 +872,104 @@ impl<T: GpuReal> GpuWave<T> {
         // SAFETY: matches wave_stiffness's parameters; every index is within the buffers
         // by the layout's construction.
         unsafe { b.launch(cfg) }.map_err(launch_err("wave_stiffness"))?;
+        Ok(())
+    }
+
+    /// The stiffness kernel over all elements; on a part of a distributed mesh, with the
+    /// skeleton sums at the shared nodes added over their holders, the exchange overlapped
+    /// with the stiffness of the cells away from the interface.
+    fn launch_stiffness_summed(&mut self, check: bool) -> Result<(), GpuError> {
+        let Some(mut link) = self.ranks.take() else {
+            return self.launch_stiffness(0, self.nelem, check);
+        };
+        let done = match link.halo.as_mut() {
+            Some(halo) => self.stiffness_with_halo(&*link.exchange, halo, check),
+            None => self.launch_stiffness(0, self.nelem, check),
+        };
+        self.ranks = Some(link);
+        done
+    }
+
+    /// The interface cells' stiffness; on a side stream, their sums at the shared nodes
+    /// packed and copied to the host; the other cells' stiffness queued; the host's
+    /// exchange with the neighbours; on the side stream, the neighbours' values copied in
+    /// and summed in rank order; the steps' stream waits for that before the updates.
+    fn stiffness_with_halo(
+        &self,
+        exchange: &dyn NodeExchange,
+        halo: &mut Halo<T>,
+        check: bool,
+    ) -> Result<(), GpuError> {
+        let nc = self.shape.ncomp;
+        let main = self.dev.stream();
+        let nb = halo.interface_cells;
+        self.launch_stiffness(0, nb, check)?;
+        let sums_ready = main
+            .record_event(None)
+            .map_err(|e| GpuError::driver("recording the interface cells' sums", e))?;
+        halo.side
+            .wait(&sums_ready)
+            .map_err(|e| GpuError::driver("ordering the halo after the interface cells", e))?;
+        let n_sent = halo.send_nodes.len() as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks(n_sent as usize * nc) as u32, 1, 1),
+            block_dim: (VECTOR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = halo.side.launch_builder(&self.kernels.pack);
+        b.arg(&n_sent)
+            .arg(halo.send_nodes.slice())
+            .arg(self.ku.slice())
+            .arg(halo.send.slice_mut());
+        // SAFETY: matches wave_pack's parameters; the sent nodes are skeleton nodes.
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_pack"))?;
+        halo.side
+            .memcpy_dtoh(halo.send.slice(), &mut halo.host_send)
+            .map_err(|e| GpuError::driver("copying the halo to the host", e))?;
+        self.launch_stiffness(nb, self.nelem, check)?;
+        // (the context does not track events: the page-locked buffers' own events are
+        // never recorded, so the side stream is waited for explicitly; this also orders
+        // the last step's copy out of `host_recv` before it is written again)
+        halo.side
+            .synchronize()
+            .map_err(|e| GpuError::driver("waiting for the halo's copy", e))?;
+        {
+            let send = halo
+                .host_send
+                .as_slice()
+                .map_err(|e| GpuError::driver("waiting for the halo's copy", e))?;
+            let recv = halo
+                .host_recv
+                .as_mut_slice()
+                .map_err(|e| GpuError::driver("waiting for the halo's buffer", e))?;
+            exchange_packed(exchange, send, recv, nc)
+                .map_err(|e| GpuError::Ranks(e.to_string()))?;
+        }
+        halo.side
+            .memcpy_htod(&halo.host_recv, halo.recv.slice_mut())
+            .map_err(|e| GpuError::driver("copying the neighbours' halo in", e))?;
+        let n_nodes = halo.nodes.len() as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks(n_nodes as usize * nc) as u32, 1, 1),
+            block_dim: (VECTOR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = halo.side.launch_builder(&self.kernels.combine);
+        b.arg(&n_nodes)
+            .arg(halo.nodes.slice())
+            .arg(halo.term_offsets.slice())
+            .arg(halo.terms.slice())
+            .arg(halo.recv.slice())
+            .arg(self.ku.slice());
+        // SAFETY: matches wave_combine's parameters; the shared nodes are skeleton nodes
+        // and every term indexes the received values or is this rank's own.
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_combine"))?;
+        let summed = halo
+            .side
+            .record_event(None)
+            .map_err(|e| GpuError::driver("recording the halo's sums", e))?;
+        main.wait(&summed)
+            .map_err(|e| GpuError::driver("ordering the updates after the halo", e))?;
         Ok(())
     }
 
@@ -818,45 +1016,60 @@ impl<T: GpuReal> GpuWave<T> {
         Ok(())
     }
 
-    /// The sources at the current step, into `up` (and, on energy steps, their load out of
-    /// `kfull`).
-    fn launch_sources(&self, check: bool) -> Result<(), GpuError> {
-        let launch = |target: &DeviceVec<u32>,
-                      source: &DeviceVec<u32>,
-                      coef: &DeviceVec<f64>,
-                      field: &CudaSlice<T>|
-         -> Result<(), GpuError> {
-            let n = target.len() as u32;
-            if n == 0 {
-                return Ok(());
-            }
-            let ns = self.steps as u32;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks(n as usize) as u32, 1, 1),
-                block_dim: (VECTOR_BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let mut b = self.dev.stream().launch_builder(&self.kernels.inject);
-            b.arg(&n)
-                .arg(self.clock.slice())
-                .arg(&ns)
-                .arg(target.slice())
-                .arg(source.slice())
-                .arg(coef.slice())
-                .arg(self.wavelets.slice())
-                .arg(field);
-            // SAFETY: matches wave_inject's parameters.
-            unsafe { b.launch(cfg) }.map_err(launch_err("wave_inject"))?;
-            Ok(())
+    /// `field[target[s]] += coef[s] · wavelet of source[s]` at the current step.
+    fn launch_inject(
+        &self,
+        target: &DeviceVec<u32>,
+        source: &DeviceVec<u32>,
+        coef: &DeviceVec<f64>,
+        field: &CudaSlice<T>,
+    ) -> Result<(), GpuError> {
+        let n = target.len() as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        let ns = self.steps as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks(n as usize) as u32, 1, 1),
+            block_dim: (VECTOR_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
         };
-        launch(
+        let mut b = self.dev.stream().launch_builder(&self.kernels.inject);
+        b.arg(&n)
+            .arg(self.clock.slice())
+            .arg(&ns)
+            .arg(target.slice())
+            .arg(source.slice())
+            .arg(coef.slice())
+            .arg(self.wavelets.slice())
+            .arg(field);
+        // SAFETY: matches wave_inject's parameters; the targets index `field`.
+        unsafe { b.launch(cfg) }.map_err(launch_err("wave_inject"))?;
+        Ok(())
+    }
+
+    /// The sources' loads at skeleton dofs at the current step, out of `ku` (before the
+    /// stiffness adds to it).
+    fn launch_loads(&self) -> Result<(), GpuError> {
+        self.launch_inject(
+            &self.load_target,
+            &self.load_source,
+            &self.load_coef,
+            self.ku.slice(),
+        )
+    }
+
+    /// The sources at element-interior dofs at the current step, into `up` (and, on
+    /// energy steps, their load out of `kfull`).
+    fn launch_sources(&self, check: bool) -> Result<(), GpuError> {
+        self.launch_inject(
             &self.inject_target,
             &self.inject_source,
             &self.inject_coef,
             self.up.slice(),
         )?;
         if check {
-            launch(
+            self.launch_inject(
                 &self.force_dof,
                 &self.force_source,
                 &self.force_weight,
@@ -940,13 +1153,13 @@ impl<T: GpuReal> GpuWave<T> {
         self.steps = usize::MAX / 2;
         self.step = 0;
         let steps = timer.time(warmup, reps, || {
-            self.launch_stiffness(false)?;
+            self.launch_stiffness_summed(false)?;
             self.launch_updates(false)?;
             std::mem::swap(&mut self.u, &mut self.up);
             self.swapped = !self.swapped;
             Ok(())
         })?;
-        let stiffness = timer.time(warmup, reps, || self.launch_stiffness(false))?;
+        let stiffness = timer.time(warmup, reps, || self.launch_stiffness(0, self.nelem, false))?;
         Ok(WaveTimings {
             step: crate::median(&steps),
             stiffness: crate::median(&stiffness),
@@ -954,7 +1167,8 @@ impl<T: GpuReal> GpuWave<T> {
     }
 
     /// `½ (kinetic + potential)` of the last step, as [`Simulation`] computes it: the sum
-    /// of `(u⁺ − u)² m / dt²` and of `u⁺ · (K u − F)` over the dofs not held at zero.
+    /// of `(u⁺ − u)² m / dt²` and of `u⁺ · (K u − F)` over the dofs not held at zero (on a
+    /// part of a distributed mesh, over the nodes it owns: the caller sums the ranks).
     fn sum_energy(&mut self) -> Result<f64, GpuError> {
         self.energy_out.fill_zero()?;
         let n = self.layout.num_nodes() as u32;
@@ -963,13 +1177,18 @@ impl<T: GpuReal> GpuWave<T> {
             block_dim: (VECTOR_BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
+        let every_node = 0u64;
         let mut b = self.dev.stream().launch_builder(&self.kernels.energy);
         b.arg(&n)
             .arg(self.u.slice())
             .arg(self.up.slice())
             .arg(self.kfull.slice())
-            .arg(self.step_scale.slice())
-            .arg(self.energy_out.slice_mut());
+            .arg(self.step_scale.slice());
+        match &self.ranks {
+            Some(link) => b.arg(link.owned.slice()),
+            None => b.arg(&every_node),
+        };
+        b.arg(self.energy_out.slice_mut());
         // SAFETY: matches wave_energy's parameters.
         unsafe { b.launch(cfg) }.map_err(launch_err("wave_energy"))?;
         let e = self.energy_out.to_host()?;
@@ -979,5 +1198,96 @@ impl<T: GpuReal> GpuWave<T> {
     /// Waits for the queued steps.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.dev.synchronize()
+    }
+}
+
+impl<T: GpuReal> RankLink<T> {
+    /// The link of `sim` (on a part, with its exchange `exchange`) for the kernels'
+    /// numbering `layout`: the owned nodes, and the halo where the part shares nodes.
+    /// Checks that every shared node is a skeleton node of the interface cells.
+    fn new(
+        dev: &Arc<GpuDevice>,
+        sim: &Simulation<T>,
+        exchange: &Arc<dyn NodeExchange>,
+        layout: &WaveLayout,
+        nc: usize,
+    ) -> Result<RankLink<T>, GpuError> {
+        let owned: Vec<u8> = layout
+            .old_of
+            .iter()
+            .map(|&old| u8::from(sim.owns_node(old as usize)))
+            .collect();
+        let owned = DeviceVec::from_host(dev, &owned, "owned nodes")?;
+        let plan = exchange.sum_plan();
+        if plan.nodes.is_empty() {
+            return Ok(RankLink {
+                exchange: exchange.clone(),
+                owned,
+                halo: None,
+            });
+        }
+        let not_conforming = || {
+            GpuError::Unsupported(
+                "a node shared with another rank is not on the faces of this rank's \
+                 interface cells (the part's mesh does not conform to its neighbours')"
+                    .into(),
+            )
+        };
+        let to_kernel = |nodes: &[u32]| -> Result<Vec<u32>, GpuError> {
+            nodes
+                .iter()
+                .map(|&n| {
+                    let k = layout.new_of[n as usize];
+                    ((k as usize) < layout.skeleton)
+                        .then_some(k)
+                        .ok_or_else(not_conforming)
+                })
+                .collect()
+        };
+        let send_nodes = to_kernel(&plan.send_nodes)?;
+        let nodes = to_kernel(&plan.nodes)?;
+        // the cells after the interface ones must not touch a shared node
+        let interface_cells = sim.interface_cells();
+        let mut shared = vec![false; layout.skeleton];
+        for &k in &nodes {
+            shared[k as usize] = true;
+        }
+        let per = layout.local.skeleton;
+        if layout.skeleton_nodes[interface_cells * per..]
+            .par_iter()
+            .any(|&k| shared[k as usize])
+        {
+            return Err(not_conforming());
+        }
+        let len = plan.num_sent() * nc;
+        let ctx = dev.context();
+        let side = ctx
+            .new_stream()
+            .map_err(|e| GpuError::driver("creating the halo's stream", e))?;
+        // SAFETY: the page-locked buffers are written (by a copy or the exchange) before
+        // they are read.
+        let (host_send, host_recv) = unsafe {
+            (
+                ctx.alloc_pinned_with_flags::<T>(len, 0),
+                ctx.alloc_pinned_with_flags::<T>(len, 0),
+            )
+        };
+        let pinned = |e| GpuError::driver("allocating the page-locked halo", e);
+        Ok(RankLink {
+            exchange: exchange.clone(),
+            owned,
+            halo: Some(Halo {
+                side,
+                interface_cells,
+                send_nodes: DeviceVec::from_host(dev, &send_nodes, "halo nodes")?,
+                nodes: DeviceVec::from_host(dev, &nodes, "shared nodes")?,
+                term_offsets: DeviceVec::from_host(dev, &plan.source_offsets, "halo terms")?,
+                terms: DeviceVec::from_host(dev, &plan.sources, "halo terms")?,
+                send: DeviceVec::zeros(dev, len, "halo")?,
+                recv: DeviceVec::zeros(dev, len, "halo")?,
+                host_send: host_send.map_err(pinned)?,
+                host_recv: host_recv.map_err(pinned)?,
+            }),
+        })
     }
 }

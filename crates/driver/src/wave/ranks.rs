@@ -7,16 +7,21 @@
 //! ranks.
 
 use super::run::{component_names, file_name, next_stop, sibling, write_seismograms};
+#[cfg(feature = "cuda")]
+use super::stepper::GpuStepper;
+use super::stepper::{WaveReal, WaveStepper};
 use super::WaveReport;
-use crate::backend::BackendArg;
+#[cfg(feature = "cuda")]
+use crate::backend::fallback_reason;
+use crate::backend::{select_for_rank, Backend, BackendArg};
 use crate::file::ProblemFile;
 use crate::pipeline_error::PipelineError;
 use crate::settings::Precision;
-use ferrofem_base::Real;
 use ferrofem_dist::{scatter_parts, Communicator, LocalPart, WavePartition};
 use ferrofem_io::{write_pvd, write_space_pvtu, write_space_vtu_piece, Encoding};
+use ferrofem_mesh::Mesh;
 use ferrofem_space::H1Space;
-use ferrofem_wave::{Progress, Simulation};
+use ferrofem_wave::{NodeExchange, Progress, Simulation, WavePart, WaveSetup};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,8 +31,9 @@ use std::time::Instant;
 /// rank calls it; `progress` is called on rank 0 only. Returns the report of the whole run
 /// (on every rank) and the mesh's origin.
 ///
-/// The steps run on the CPU: `backend = "cuda"` is refused, `auto` says so in the
-/// report's note. Snapshots are written as one `.vtu` piece per rank and step, a `.pvtu`
+/// Every rank steps on its machine's GPU of its place among the machine's ranks (`cuda`,
+/// or `auto` where one is usable), exchanging the interface sums through host memory, or
+/// on the CPU. Snapshots are written as one `.vtu` piece per rank and step, a `.pvtu`
 /// over them and the `.pvd` series of the `.pvtu` files.
 pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     comm: Arc<C>,
@@ -37,28 +43,7 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<(WaveReport, String), PipelineError> {
     let def = file.wave_definition()?;
-    let backend = backend.unwrap_or(def.backend);
-    let note = match backend {
-        BackendArg::Cuda => {
-            return Err(PipelineError::Unsupported(format!(
-                "a wave run on {} ranks steps on the CPU: the GPU time loop runs on one \
-                 process (use --backend cpu or auto, or run on one rank)",
-                comm.size()
-            )))
-        }
-        BackendArg::Auto => Some(format!(
-            "{} ranks: the distributed time loop runs on the CPU",
-            comm.size()
-        )),
-        BackendArg::Cpu => None,
-    };
-    let note = match (&def.outputs.snapshots, def.outputs.plots) {
-        (Some(_), true) => Some(
-            note.map_or(String::new(), |n| n + "; ")
-                + "snapshots are written as .pvtu pieces, drawn as PNG by one-rank runs only",
-        ),
-        _ => note,
-    };
+    let requested = backend.unwrap_or(def.backend);
     if comm.rank() == 0 {
         def.outputs.check_writable()?;
     }
@@ -74,10 +59,29 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     let setup = file.wave_setup_on(&part.mesh, &def)?;
     let partition = WavePartition::new(comm.clone(), part.clone())?;
     let precision = precision.unwrap_or(def.precision);
+    // every rank opens its machine's GPU of its place there (or runs on the CPU)
+    let chosen = select_for_rank(requested, comm.node_rank())?;
     let mut run = match precision {
-        Precision::F64 => Run::F64(Simulation::<f64>::on_part(&part.mesh, &setup, &partition)?),
-        Precision::F32 => Run::F32(Simulation::<f32>::on_part(&part.mesh, &setup, &partition)?),
+        Precision::F64 => Run::new::<f64>(&part.mesh, &setup, &partition, &chosen, requested)?,
+        Precision::F32 => Run::new::<f32>(&part.mesh, &setup, &partition, &chosen, requested)?,
     };
+    // (the notes are rank 0's, which writes the report)
+    let on_gpus = comm.sum(f64::from(u8::from(run.on_gpu)))? as usize;
+    let mut notes: Vec<String> = chosen.fallback_note().into_iter().collect();
+    notes.extend(run.fallback.clone());
+    if on_gpus > 0 && on_gpus < comm.size() {
+        notes.push(format!(
+            "{on_gpus} of {} ranks step on GPUs, the others on the CPU",
+            comm.size()
+        ));
+    }
+    if def.outputs.snapshots.is_some() && def.outputs.plots {
+        notes.push(
+            "snapshots are written as .pvtu pieces, drawn as PNG by one-rank runs only".into(),
+        );
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let backend_name = if on_gpus > 0 { "cuda" } else { "cpu" };
     let setup_seconds = t0.elapsed().as_secs_f64();
 
     let (steps, check_every) = (run.steps(), run.check_every());
@@ -155,7 +159,7 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
         elements,
         dofs,
         precision: precision.name(),
-        backend: "cpu",
+        backend: backend_name,
         backend_note: note,
         ranks: comm.size(),
         dt,
@@ -174,63 +178,117 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     Ok((report, origin))
 }
 
-/// The rank's simulation in the precision asked for.
-enum Run {
-    F64(Simulation<f64>),
-    F32(Simulation<f32>),
-}
-
-macro_rules! each {
-    ($run:expr, $sim:ident => $e:expr) => {
-        match $run {
-            Run::F64($sim) => $e,
-            Run::F32($sim) => $e,
-        }
-    };
+/// The rank's time loop (on the CPU or its GPU) and what the whole run's outputs need of
+/// it.
+struct Run {
+    stepper: Box<dyn WaveStepper>,
+    exchange: Arc<dyn NodeExchange>,
+    /// Dofs of the nodes this rank owns.
+    owned_dofs: usize,
+    on_gpu: bool,
+    /// Why `auto` steps on the CPU on this rank although it opened a GPU.
+    fallback: Option<String>,
 }
 
 impl Run {
+    /// The simulation of `mesh` (this rank's part) on `backend`; with `auto` requested, a
+    /// case the GPU refuses steps on the CPU. Collective.
+    fn new<T: WaveReal>(
+        mesh: &Mesh,
+        setup: &WaveSetup,
+        part: &dyn WavePart,
+        backend: &Backend,
+        requested: BackendArg,
+    ) -> Result<Run, PipelineError> {
+        let link = |sim: &Simulation<T>| -> Result<(Arc<dyn NodeExchange>, usize), PipelineError> {
+            let exchange = sim.exchange().cloned().ok_or_else(|| {
+                PipelineError::Wave(ferrofem_wave::WaveError::Invalid(
+                    "a part's simulation without its exchange".into(),
+                ))
+            })?;
+            Ok((exchange, sim.owned_nodes() * sim.components()))
+        };
+        match backend {
+            Backend::Cpu { .. } => {
+                let sim = Simulation::<T>::on_part(mesh, setup, part)?;
+                let (exchange, owned_dofs) = link(&sim)?;
+                Ok(Run {
+                    stepper: Box::new(sim),
+                    exchange,
+                    owned_dofs,
+                    on_gpu: false,
+                    fallback: None,
+                })
+            }
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(dev) => {
+                let sim = Simulation::<T>::for_device_on_part(mesh, setup, part)?;
+                let (exchange, owned_dofs) = link(&sim)?;
+                match ferrofem_cuda::wave::GpuWave::new(dev, &sim) {
+                    Ok(gpu) => Ok(Run {
+                        stepper: Box::new(GpuStepper { sim, gpu }),
+                        exchange,
+                        owned_dofs,
+                        on_gpu: true,
+                        fallback: None,
+                    }),
+                    Err(e) => {
+                        let e = PipelineError::Gpu(e);
+                        match (requested, fallback_reason(&e)) {
+                            (BackendArg::Auto, Some(why)) => Ok(Run {
+                                stepper: Box::new(sim),
+                                exchange,
+                                owned_dofs,
+                                on_gpu: false,
+                                fallback: Some(format!("{why}; stepping on the CPU")),
+                            }),
+                            _ => Err(e),
+                        }
+                    }
+                }
+            }
+        }
+    }
     fn steps(&self) -> usize {
-        each!(self, s => s.steps())
+        self.stepper.simulation().steps()
     }
     fn check_every(&self) -> usize {
-        each!(self, s => s.check_every().max(1))
+        self.stepper.simulation().check_every().max(1)
     }
     fn step_count(&self) -> usize {
-        each!(self, s => s.step_count())
+        self.stepper.step_count()
     }
     fn time(&self) -> f64 {
-        each!(self, s => s.time())
+        self.stepper.time()
     }
     fn energy(&self) -> f64 {
-        each!(self, s => s.energy())
+        self.stepper.energy()
     }
     /// Steps to `target`, checking the energy (collective) after the last one when
     /// `check`.
     fn run_to(&mut self, target: usize, check: bool) -> Result<(), PipelineError> {
-        each!(self, s => rayon::scope(|_| -> Result<(), PipelineError> {
-            while s.step_count() < target {
-                s.advance(check && s.step_count() + 1 == target)?;
-            }
-            Ok(())
-        }))
+        self.stepper.run_to(target, check)
     }
     fn space(&self) -> &H1Space {
-        each!(self, s => s.space())
+        self.stepper.simulation().space()
     }
-    fn field(&self) -> Vec<f64> {
-        each!(self, s => s.field().iter().map(|v| v.as_f64()).collect())
+    fn field(&self) -> Result<Vec<f64>, PipelineError> {
+        self.stepper.field()
     }
-    /// The seismograms of every rank's receivers (collective).
-    fn gathered_seismograms(&self) -> Result<Vec<f64>, PipelineError> {
-        Ok(each!(self, s => s.gathered_seismograms())?)
+    /// The seismograms of every rank's receivers (collective): each receiver is recorded
+    /// by one rank, zero on the others.
+    fn gathered_seismograms(&mut self) -> Result<Vec<f64>, PipelineError> {
+        let mut all = self.stepper.seismograms()?;
+        self.exchange.sum_all(&mut all)?;
+        Ok(all)
     }
     fn timing_and_receivers(&self) -> (f64, f64, Vec<ferrofem_wave::Receiver>) {
-        each!(self, s => (s.dt(), s.stable_step().bound, s.receivers().to_vec()))
+        let sim = self.stepper.simulation();
+        (sim.dt(), sim.stable_bound(), sim.receivers().to_vec())
     }
     /// Dofs of the nodes this rank owns.
     fn owned_dofs(&self) -> usize {
-        each!(self, s => s.owned_nodes() * s.components())
+        self.owned_dofs
     }
 }
 
@@ -254,7 +312,7 @@ impl<C: Communicator> Snapshots<'_, C> {
         let space = run.space();
         let name = if space.ncomp() == 1 { "p" } else { "u" };
         let piece = |r: usize| sibling(pvd, &format!("{k:07}_p{r}.vtu"));
-        let field = run.field();
+        let field = run.field()?;
         write_space_vtu_piece(
             piece(self.comm.rank()),
             &self.part.mesh,
