@@ -342,8 +342,9 @@ impl AssemblyPlan {
     }
     /// The colouring used by the coloured strategy (greedy unless one was given).
     pub fn coloring(&self) -> &ElementColoring {
-        self.coloring
-            .get_or_init(|| ElementColoring::greedy(&self.restriction))
+        ferrofem_base::lazy::get_or_compute(&self.coloring, || {
+            ElementColoring::greedy(&self.restriction)
+        })
     }
 
     /// Row index (full or reduced) of local dof `i` of element `e`, or [`CONSTRAINED`].
@@ -406,7 +407,7 @@ impl AssemblyPlan {
 
     /// The element batches of the by-row strategy, built on first use.
     pub(crate) fn batches(&self) -> &Batches {
-        self.batches.get_or_init(|| {
+        ferrofem_base::lazy::get_or_compute(&self.batches, || {
             let r = &self.restriction;
             let per_batch = (self.batch_bytes / (self.data_stride() * 8)).max(1);
             let nb = r.num_elem().div_ceil(per_batch);
@@ -436,8 +437,7 @@ impl AssemblyPlan {
 
     /// The nonzero → element-entries map, built on first use.
     pub(crate) fn sources(&self) -> Result<&NonzeroSources, AssemblyError> {
-        self.sources
-            .get_or_init(|| self.build_sources())
+        ferrofem_base::lazy::get_or_compute(&self.sources, || self.build_sources())
             .as_ref()
             .map_err(Clone::clone)
     }

@@ -8,6 +8,7 @@
 //! and a GPU kernel index vertices, edges and faces the same way.
 
 pub mod cell;
+pub mod lazy;
 pub mod linop;
 pub mod memory;
 pub mod random;

@@ -209,7 +209,7 @@ impl<'m> PointLocator<'m> {
     fn locate_in_bins(&self, x: &[f64]) -> Option<Located> {
         let mesh = self.mesh();
         let d = mesh.dim();
-        let bins = self.bins.get_or_init(|| Bins::new(mesh));
+        let bins = ferrofem_base::lazy::get_or_compute(&self.bins, || Bins::new(mesh));
         let mut bin = 0;
         for k in (0..d).rev() {
             bin = bin * bins.n[k] + bins.axis_bin(k, x[k]);

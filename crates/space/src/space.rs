@@ -238,7 +238,10 @@ impl H1Space {
         match self.node_coords.as_ref() {
             NodeCoords::Given(coords) => coords,
             NodeCoords::Lazy { value, source } => {
-                value.get_or_init(|| compute_node_coords(source, &self.element, &self.restriction))
+                ferrofem_base::lazy::get_or_compute(value, || {
+                    compute_node_coords(source, &self.element, &self.restriction)
+                })
+                .as_slice()
             }
         }
     }

@@ -180,28 +180,27 @@ impl<T: Real> Accumulator<T> {
     }
 
     fn node_gather(&self, r: &ElemRestriction) -> Option<&NodeGather> {
-        self.gather
-            .get_or_init(|| {
-                let esize = r.ncomp() * r.elem_size();
-                if r.num_elem().checked_mul(esize)? > u32::MAX as usize {
-                    return None;
-                }
-                let t = r.transpose();
-                let nb = r.elem_size();
-                let index = t
-                    .entries
-                    .iter()
-                    .map(|&pos| {
-                        let pos = pos as usize;
-                        ((pos / nb) * esize + pos % nb) as u32
-                    })
-                    .collect();
-                Some(NodeGather {
-                    offsets: t.node_offsets,
-                    index,
+        ferrofem_base::lazy::get_or_compute(&self.gather, || {
+            let esize = r.ncomp() * r.elem_size();
+            if r.num_elem().checked_mul(esize)? > u32::MAX as usize {
+                return None;
+            }
+            let t = r.transpose();
+            let nb = r.elem_size();
+            let index = t
+                .entries
+                .iter()
+                .map(|&pos| {
+                    let pos = pos as usize;
+                    ((pos / nb) * esize + pos % nb) as u32
                 })
+                .collect();
+            Some(NodeGather {
+                offsets: t.node_offsets,
+                index,
             })
-            .as_ref()
+        })
+        .as_ref()
     }
 
     /// `out = Σ_e Eᵀ k_e`, where `kernel(e, scratch, k_e)` overwrites the element vector

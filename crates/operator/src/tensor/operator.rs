@@ -553,21 +553,19 @@ impl<T: Real> TensorOperator<T> {
     }
     /// The block colouring (for [`Accumulation::Colored`]).
     pub fn coloring(&self) -> Option<&BlockColoring> {
-        self.coloring
-            .get_or_init(|| {
-                (self.accumulation == Accumulation::Colored).then(|| {
-                    BlockColoring::new(&self.restriction, self.transpose(), self.block_len)
-                })
-            })
-            .as_ref()
+        ferrofem_base::lazy::get_or_compute(&self.coloring, || {
+            (self.accumulation == Accumulation::Colored)
+                .then(|| BlockColoring::new(&self.restriction, self.transpose(), self.block_len))
+        })
+        .as_ref()
     }
     /// The node-to-entries map of the restriction.
     fn transpose(&self) -> &TransposeMap {
-        self.transpose.get_or_init(|| self.restriction.transpose())
+        ferrofem_base::lazy::get_or_compute(&self.transpose, || self.restriction.transpose())
     }
     /// The lane runs of the restriction.
     fn runs(&self) -> &LaneRuns {
-        self.runs.get_or_init(|| LaneRuns::new(&self.restriction))
+        ferrofem_base::lazy::get_or_compute(&self.runs, || LaneRuns::new(&self.restriction))
     }
     /// Fraction of the nodes of full batches whose lanes are a run of consecutive nodes
     /// (moved by vector loads and stores; see [`lane_numbering`](super::lane_numbering)).
