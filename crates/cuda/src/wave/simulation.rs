@@ -692,23 +692,6 @@ impl<T: GpuReal> GpuWave<T> {
         Ok(&self.seismograms)
     }
 
-    /// The seismograms of every rank's receivers (on a part of a distributed mesh each
-    /// receiver is recorded by one rank, zero elsewhere): [`GpuWave::seismograms`] summed
-    /// over the ranks. Collective.
-    pub fn gathered_seismograms(&mut self) -> Result<Vec<f64>, GpuWaveError> {
-        self.flush_samples()?;
-        let mut all = self.seismograms.clone();
-        if let Some(link) = &self.ranks {
-            link.exchange.sum_all(&mut all)?;
-        }
-        Ok(all)
-    }
-
-    /// Whether this runs one rank's part of a distributed mesh.
-    pub fn on_ranks(&self) -> bool {
-        self.ranks.is_some()
-    }
-
     /// Copies the buffered receiver samples back.
     fn flush_samples(&mut self) -> Result<(), GpuError> {
         if self.pending == 0 {
