@@ -45,9 +45,17 @@ fn problem_in(out: &Path) -> PathBuf {
 }
 
 fn mpirun(np: usize, args: &[&str]) -> Output {
-    Command::new("mpirun")
-        .args(["--oversubscribe", "-np", &np.to_string()])
-        .arg(env!("CARGO_BIN_EXE_ferrofem"))
+    mpirun_with(np, args, &[])
+}
+
+/// `mpirun` with the environment variables `vars` passed to every rank.
+pub(crate) fn mpirun_with(np: usize, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--oversubscribe", "-np", &np.to_string()]);
+    for (k, v) in vars {
+        cmd.env(k, v).args(["-x", k]);
+    }
+    cmd.arg(env!("CARGO_BIN_EXE_ferrofem"))
         .args(args)
         // Open MPI refuses root (CI containers) unless told, and is told to stay on the
         // loopback and shared memory.
@@ -58,7 +66,7 @@ fn mpirun(np: usize, args: &[&str]) -> Output {
         .expect("mpirun must be installed to run the MPI tests (openmpi-bin)")
 }
 
-fn report(out: &Output, what: &str) -> serde_json::Value {
+pub(crate) fn report(out: &Output, what: &str) -> serde_json::Value {
     assert!(
         out.status.success(),
         "{what} failed:\n{}{}",
@@ -81,26 +89,28 @@ fn csv_values(path: &Path) -> Vec<f64> {
 
 #[test]
 fn the_wave_example_on_ranks_equals_the_serial_run() {
-    on_ranks_against_serial(&[2, 3, 4], "cpu", 1e-12);
+    on_ranks_against_serial(&[(2, None), (3, None), (4, None)], "cpu", 1e-12);
 }
 
-/// The ranks step on GPUs (a machine's ranks share its GPUs when there are fewer), the
-/// interface sums exchanged through host memory, against the serial run on the CPU: equal
-/// to the GPU's rounding (1e-10 of the largest value, as the one-GPU run). Skipped where
-/// no NVIDIA GPU is present.
+/// The ranks step on GPUs (a machine's ranks share its GPUs when there are fewer), against
+/// the serial run on the CPU: equal to the GPU's rounding (1e-10 of the largest value, as
+/// the one-GPU run). Two ranks with the default transport (NCCL where each has its own GPU)
+/// and with the host's; three ranks (two of them share a GPU on a two-GPU machine, so the
+/// host's there). Skipped where no NVIDIA GPU is present.
 #[test]
 fn the_wave_example_on_gpu_ranks_equals_the_serial_run() {
     if !Path::new("/dev/nvidiactl").exists() {
         eprintln!("no NVIDIA GPU here: the GPU ranks are not run");
         return;
     }
-    on_ranks_against_serial(&[2, 3], "cuda", 1e-10);
+    on_ranks_against_serial(&[(2, None), (2, Some("host")), (3, None)], "cuda", 1e-10);
 }
 
-/// `mpirun -np N ferrofem wave --backend BACKEND` for each N of `ranks` against
+/// `mpirun -np N ferrofem wave --backend BACKEND` for each `(N, transport)` of `cases`
+/// (the GPU ranks' exchange, `FERROFEM_GPU_EXCHANGE`, where given) against
 /// `ferrofem wave --backend cpu`: the report's sizes and step, the energy, the seismograms
 /// and the snapshots equal to `tol` of their largest value.
-fn on_ranks_against_serial(ranks: &[usize], backend: &str, tol: f64) {
+fn on_ranks_against_serial(cases: &[(usize, Option<&str>)], backend: &str, tol: f64) {
     let serial_out = temp_dir(&format!("serial-{backend}"));
     let serial = Command::new(env!("CARGO_BIN_EXE_ferrofem"))
         .args(["wave", "--json", "--backend", "cpu"])
@@ -109,10 +119,15 @@ fn on_ranks_against_serial(ranks: &[usize], backend: &str, tol: f64) {
         .expect("run ferrofem");
     let serial = report(&serial, "the serial run");
     assert_eq!(serial["ranks"], 1);
-    for &np in ranks {
-        let out = temp_dir(&format!("np{np}-{backend}"));
+    for &(np, transport) in cases {
+        let label = format!("np{np}-{backend}-{}", transport.unwrap_or("default"));
+        let out = temp_dir(&label);
         let problem = problem_in(&out);
-        let run = mpirun(
+        let vars: Vec<(&str, &str)> = transport
+            .map(|t| ("FERROFEM_GPU_EXCHANGE", t))
+            .into_iter()
+            .collect();
+        let run = mpirun_with(
             np,
             &[
                 "wave",
@@ -121,10 +136,23 @@ fn on_ranks_against_serial(ranks: &[usize], backend: &str, tol: f64) {
                 backend,
                 &problem.display().to_string(),
             ],
+            &vars,
         );
-        let r = report(&run, &format!("mpirun -np {np} (--backend {backend})"));
+        let r = report(&run, &format!("mpirun -np {np} ({label})"));
         assert_eq!(r["ranks"], np);
         assert_eq!(r["backend"], backend);
+        if backend == "cuda" {
+            let note = r["backend_note"].as_str().unwrap_or_default();
+            let expected = match transport {
+                Some("host") => "host memory",
+                _ => "",
+            };
+            assert!(
+                note.contains("interface sums exchanged") && note.contains(expected),
+                "{label}: the report names the transport: {note}"
+            );
+            println!("{label}: {note}");
+        }
         let memory = r["peak_memory_per_rank"]
             .as_array()
             .expect("memory per rank");
@@ -158,7 +186,7 @@ fn on_ranks_against_serial(ranks: &[usize], backend: &str, tol: f64) {
                 "{name}: {diff:e} of {scale:e}"
             );
             println!(
-                "{np} ranks ({backend}): {name} differs by {:.1e} of its largest value",
+                "{label}: {name} differs by {:.1e} of its largest value",
                 diff / scale
             );
         }

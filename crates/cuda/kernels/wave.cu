@@ -647,34 +647,3 @@ extern "C" __global__ void wave_energy(u32 n, const real* FF_RESTRICT next,
         atomicAdd(&out[1], pot);
     }
 }
-
-// The halo of a part of a distributed mesh: the skeleton sums ku at the nodes shared with
-// other ranks, packed for the neighbours (send[i] = ku[nodes[i]], NC values per node) ...
-extern "C" __global__ void wave_pack(u32 n, const u32* FF_RESTRICT nodes,
-                                     const real* FF_RESTRICT ku, real* FF_RESTRICT send) {
-    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < n * NC) {
-        const u32 i = t / NC, c = t - i * NC;
-        send[t] = ku[(size_t)nodes[i] * NC + c];
-    }
-}
-
-// ... and, with the neighbours' values received in the same layout, summed at every shared
-// node over its terms in rank order (terms[offsets[k]..offsets[k + 1]]: a received value's
-// index, or 0xffffffff for this rank's own), the order every holder adds in.
-extern "C" __global__ void wave_combine(u32 n, const u32* FF_RESTRICT nodes,
-                                        const u32* FF_RESTRICT offsets,
-                                        const u32* FF_RESTRICT terms,
-                                        const real* FF_RESTRICT recv, real* FF_RESTRICT ku) {
-    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t < n * NC) {
-        const u32 k = t / NC, c = t - k * NC;
-        const size_t d = (size_t)nodes[k] * NC + c;
-        real sum = (real)0;
-        for (u32 j = offsets[k]; j < offsets[k + 1]; ++j) {
-            const u32 src = terms[j];
-            sum += src == 0xffffffffu ? ku[d] : recv[(size_t)src * NC + c];
-        }
-        ku[d] = sum;
-    }
-}

@@ -49,6 +49,10 @@ pub const ASSEMBLY: &str = include_str!("../kernels/assembly.cu");
 /// absorbing nodes, sources and receivers (see the file's header and `wave/`).
 pub const WAVE: &str = include_str!("../kernels/wave.cu");
 
+/// The halo of a part of a distributed mesh: shared values packed for the neighbours and
+/// summed in rank order (host side in `halo.rs`).
+pub const HALO: &str = include_str!("../kernels/halo.cu");
+
 /// Concatenates the prelude and a kernel source.
 pub fn with_prelude(src: &str) -> String {
     let mut s = String::with_capacity(PRELUDE.len() + src.len() + 1);

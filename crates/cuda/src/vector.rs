@@ -8,7 +8,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 /// A scalar that lives on the GPU: `f32` or `f64`, with its CUDA C spelling.
-pub trait GpuReal: Real + DeviceRepr + ValidAsZeroBits + Unpin {
+pub trait GpuReal: Real + DeviceRepr + ValidAsZeroBits + Unpin + crate::nccl::NcclValue {
     /// The CUDA C type name (`float` or `double`).
     const CTYPE: &'static str;
 }

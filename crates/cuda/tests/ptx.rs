@@ -35,6 +35,25 @@ fn blas_kernels_compile_for_sm90_in_both_precisions() {
 }
 
 #[test]
+fn halo_kernels_compile_for_sm90_in_both_precisions() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for spec in [
+        ferrofem_cuda::halo::kernel_spec::<f64>(),
+        ferrofem_cuda::halo::kernel_spec::<f32>(),
+    ] {
+        let c = compile_uncached(&spec, Target::Cubin(90)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spill_store_bytes(&c.log), 0, "{}", c.log);
+        let p = compile_uncached(&spec, Target::Ptx(90)).unwrap();
+        let text = String::from_utf8(p.image).unwrap();
+        for entry in ["halo_pack", "halo_combine", "halo_dot_partial"] {
+            assert!(text.contains(&format!(".entry {entry}")), "{entry}");
+        }
+    }
+}
+
+#[test]
 fn sparse_kernels_compile_for_sm90_in_both_precisions() {
     if !nvrtc_or_skip() {
         return;

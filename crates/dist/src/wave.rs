@@ -52,6 +52,15 @@ impl<C: Communicator + Send + Sync + 'static> NodeExchange for PartExchange<C> {
     fn rank(&self) -> usize {
         self.comm.rank()
     }
+    fn size(&self) -> usize {
+        self.comm.size()
+    }
+    fn neighbours(&self) -> &[usize] {
+        self.interface.neighbours()
+    }
+    fn gather_u64(&self, x: u64) -> Result<Vec<u64>, WaveError> {
+        self.comm.gather_all(x).map_err(wave_error)
+    }
     fn sum_shared_f64(&self, v: &mut [f64], ncomp: usize) -> Result<(), WaveError> {
         self.interface
             .sum_shared(&*self.comm, v, ncomp)

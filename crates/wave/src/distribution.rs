@@ -34,6 +34,13 @@ pub trait WavePart: Send + Sync {
 pub trait NodeExchange: Send + Sync {
     /// This rank.
     fn rank(&self) -> usize;
+    /// The number of ranks.
+    fn size(&self) -> usize;
+    /// The ranks this one shares nodes with, increasing: the order of the blocks of
+    /// [`NodeExchange::sum_plan`]'s `offsets`.
+    fn neighbours(&self) -> &[usize];
+    /// One value from every rank, in rank order, on every rank. Collective.
+    fn gather_u64(&self, x: u64) -> Result<Vec<u64>, WaveError>;
     /// Adds at every shared node the values of all its holders (`ncomp` per node), in an
     /// order that gives every holder the same bits. Collective over the neighbours.
     fn sum_shared_f64(&self, v: &mut [f64], ncomp: usize) -> Result<(), WaveError>;

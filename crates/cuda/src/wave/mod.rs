@@ -5,6 +5,7 @@
 //! data as the CPU operator, fused with the leapfrog update of the nodes interior to an
 //! element ([`WaveLayout`] numbers them last, contiguous per element).
 
+mod halo;
 mod kernel;
 mod layout;
 mod simulation;

@@ -1,5 +1,6 @@
 //! The whole time loop of a wave simulation on the device.
 
+use super::halo::RankLink;
 use super::kernel::{wave_kernel, WaveKernelShape};
 use super::layout::WaveLayout;
 use crate::{DeviceVec, GpuDevice, GpuError, GpuReal};
@@ -10,8 +11,7 @@ use cudarc::driver::{
 use ferrofem_geometry::GeometrySource;
 use ferrofem_operator::tensor::{FactorLayout, TensorOperator};
 use ferrofem_space::H1Space;
-use ferrofem_wave::distribution::exchange_packed;
-use ferrofem_wave::{blow_up_error, BlowUpWatch, NodeExchange, Simulation, WaveError, WaveKind};
+use ferrofem_wave::{blow_up_error, BlowUpWatch, Simulation, WaveError, WaveKind};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -86,41 +86,6 @@ struct Kernels {
     record: CudaFunction,
     tick: CudaFunction,
     energy: CudaFunction,
-    pack: CudaFunction,
-    combine: CudaFunction,
-}
-
-// (wave_combine marks a rank's own term as 0xffffffff)
-const _: () = assert!(ferrofem_space::OWN_VALUE == u32::MAX);
-
-/// A simulation on one rank's part of a distributed mesh: its exchange with the other
-/// ranks, the nodes it owns, and the halo of the skeleton sums at shared nodes.
-struct RankLink<T: GpuReal> {
-    exchange: Arc<dyn NodeExchange>,
-    /// Per kernel node: 1 where this rank owns it (counts it in the energy).
-    owned: DeviceVec<u8>,
-    /// `None` where the part shares no node.
-    halo: Option<Halo<T>>,
-}
-
-/// The exchange of the skeleton sums `ku` at the nodes a part shares, on every step:
-/// the interface cells' stiffness first, then the shared sums packed on a side stream and
-/// exchanged through page-locked host memory while the other cells' stiffness runs, then
-/// summed in rank order (the order of the host's sum) before the updates.
-struct Halo<T: GpuReal> {
-    side: Arc<CudaStream>,
-    /// The interface cells: `0..interface_cells` hold every shared node.
-    interface_cells: usize,
-    /// The kernels' node of every sent value (all skeleton nodes).
-    send_nodes: DeviceVec<u32>,
-    /// The shared nodes (kernel numbering) and their terms in rank order.
-    nodes: DeviceVec<u32>,
-    term_offsets: DeviceVec<u32>,
-    terms: DeviceVec<u32>,
-    send: DeviceVec<T>,
-    recv: DeviceVec<T>,
-    host_send: PinnedHostSlice<T>,
-    host_recv: PinnedHostSlice<T>,
 }
 
 /// A wave simulation whose time loop runs on the GPU: the stiffness action with the
@@ -378,8 +343,6 @@ impl<T: GpuReal> GpuWave<T> {
             record: f("wave_record")?,
             tick: f("wave_tick")?,
             energy: f("wave_energy")?,
-            pack: f("wave_pack")?,
-            combine: f("wave_combine")?,
         };
         let smem = shape.shared_bytes(tb);
         kernels
@@ -567,6 +530,11 @@ impl<T: GpuReal> GpuWave<T> {
                 "point"
             }
         )
+    }
+    /// On a part of a distributed mesh, how the interface sums travel between the ranks'
+    /// GPUs: `"NCCL"` (device to device) or `"host"` (page-locked host memory and MPI).
+    pub fn halo_transport(&self) -> Option<&'static str> {
+        self.ranks.as_ref().map(|link| link.transport_name)
     }
     /// Whether the quadrature data are one value per element and factor.
     pub fn compact(&self) -> bool {
@@ -865,95 +833,27 @@ impl<T: GpuReal> GpuWave<T> {
         let Some(mut link) = self.ranks.take() else {
             return self.launch_stiffness(0, self.nelem, check);
         };
-        let done = match link.halo.as_mut() {
-            Some(halo) => self.stiffness_with_halo(&*link.exchange, halo, check),
-            None => self.launch_stiffness(0, self.nelem, check),
-        };
+        let done = self.stiffness_with_halo(&mut link, check);
         self.ranks = Some(link);
         done
     }
 
-    /// The interface cells' stiffness; on a side stream, their sums at the shared nodes
-    /// packed and copied to the host; the other cells' stiffness queued; the host's
-    /// exchange with the neighbours; on the side stream, the neighbours' values copied in
-    /// and summed in rank order; the steps' stream waits for that before the updates.
-    fn stiffness_with_halo(
-        &self,
-        exchange: &dyn NodeExchange,
-        halo: &mut Halo<T>,
-        check: bool,
-    ) -> Result<(), GpuError> {
-        let nc = self.shape.ncomp;
-        let main = self.dev.stream();
-        let nb = halo.interface_cells;
+    /// The interface cells' stiffness; their sums at the shared nodes packed and sent to
+    /// the neighbours while the other cells' stiffness runs; then the sums in rank order.
+    ///
+    /// No kernel of ours runs beside the other cells' stiffness on a stream of ordinary
+    /// priority: it would wait for their blocks to be dispatched (the whole GPU) and the
+    /// exchange would start at their end.
+    fn stiffness_with_halo(&mut self, link: &mut RankLink<T>, check: bool) -> Result<(), GpuError> {
+        let main = self.dev.stream().clone();
+        let nb = link.interface_cells;
         self.launch_stiffness(0, nb, check)?;
-        let sums_ready = main
-            .record_event(None)
-            .map_err(|e| GpuError::driver("recording the interface cells' sums", e))?;
-        halo.side
-            .wait(&sums_ready)
-            .map_err(|e| GpuError::driver("ordering the halo after the interface cells", e))?;
-        let n_sent = halo.send_nodes.len() as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks(n_sent as usize * nc) as u32, 1, 1),
-            block_dim: (VECTOR_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
+        let Some(halo) = link.halo.as_mut() else {
+            return self.launch_stiffness(nb, self.nelem, check);
         };
-        let mut b = halo.side.launch_builder(&self.kernels.pack);
-        b.arg(&n_sent)
-            .arg(halo.send_nodes.slice())
-            .arg(self.ku.slice())
-            .arg(halo.send.slice_mut());
-        // SAFETY: matches wave_pack's parameters; the sent nodes are skeleton nodes.
-        unsafe { b.launch(cfg) }.map_err(launch_err("wave_pack"))?;
-        halo.side
-            .memcpy_dtoh(halo.send.slice(), &mut halo.host_send)
-            .map_err(|e| GpuError::driver("copying the halo to the host", e))?;
+        halo.start(&main, self.ku.slice())?;
         self.launch_stiffness(nb, self.nelem, check)?;
-        // (the context does not track events: the page-locked buffers' own events are
-        // never recorded, so the side stream is waited for explicitly; this also orders
-        // the last step's copy out of `host_recv` before it is written again)
-        halo.side
-            .synchronize()
-            .map_err(|e| GpuError::driver("waiting for the halo's copy", e))?;
-        {
-            let send = halo
-                .host_send
-                .as_slice()
-                .map_err(|e| GpuError::driver("waiting for the halo's copy", e))?;
-            let recv = halo
-                .host_recv
-                .as_mut_slice()
-                .map_err(|e| GpuError::driver("waiting for the halo's buffer", e))?;
-            exchange_packed(exchange, send, recv, nc)
-                .map_err(|e| GpuError::Ranks(e.to_string()))?;
-        }
-        halo.side
-            .memcpy_htod(&halo.host_recv, halo.recv.slice_mut())
-            .map_err(|e| GpuError::driver("copying the neighbours' halo in", e))?;
-        let n_nodes = halo.nodes.len() as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks(n_nodes as usize * nc) as u32, 1, 1),
-            block_dim: (VECTOR_BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = halo.side.launch_builder(&self.kernels.combine);
-        b.arg(&n_nodes)
-            .arg(halo.nodes.slice())
-            .arg(halo.term_offsets.slice())
-            .arg(halo.terms.slice())
-            .arg(halo.recv.slice())
-            .arg(self.ku.slice());
-        // SAFETY: matches wave_combine's parameters; the shared nodes are skeleton nodes
-        // and every term indexes the received values or is this rank's own.
-        unsafe { b.launch(cfg) }.map_err(launch_err("wave_combine"))?;
-        let summed = halo
-            .side
-            .record_event(None)
-            .map_err(|e| GpuError::driver("recording the halo's sums", e))?;
-        main.wait(&summed)
-            .map_err(|e| GpuError::driver("ordering the updates after the halo", e))?;
-        Ok(())
+        halo.finish(&main, self.ku.slice_mut())
     }
 
     /// The skeleton's plain and absorbing updates into `up`, zeroing `ku`.
@@ -1181,96 +1081,5 @@ impl<T: GpuReal> GpuWave<T> {
     /// Waits for the queued steps.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.dev.synchronize()
-    }
-}
-
-impl<T: GpuReal> RankLink<T> {
-    /// The link of `sim` (on a part, with its exchange `exchange`) for the kernels'
-    /// numbering `layout`: the owned nodes, and the halo where the part shares nodes.
-    /// Checks that every shared node is a skeleton node of the interface cells.
-    fn new(
-        dev: &Arc<GpuDevice>,
-        sim: &Simulation<T>,
-        exchange: &Arc<dyn NodeExchange>,
-        layout: &WaveLayout,
-        nc: usize,
-    ) -> Result<RankLink<T>, GpuError> {
-        let owned: Vec<u8> = layout
-            .old_of
-            .iter()
-            .map(|&old| u8::from(sim.owns_node(old as usize)))
-            .collect();
-        let owned = DeviceVec::from_host(dev, &owned, "owned nodes")?;
-        let plan = exchange.sum_plan();
-        if plan.nodes.is_empty() {
-            return Ok(RankLink {
-                exchange: exchange.clone(),
-                owned,
-                halo: None,
-            });
-        }
-        let not_conforming = || {
-            GpuError::Unsupported(
-                "a node shared with another rank is not on the faces of this rank's \
-                 interface cells (the part's mesh does not conform to its neighbours')"
-                    .into(),
-            )
-        };
-        let to_kernel = |nodes: &[u32]| -> Result<Vec<u32>, GpuError> {
-            nodes
-                .iter()
-                .map(|&n| {
-                    let k = layout.new_of[n as usize];
-                    ((k as usize) < layout.skeleton)
-                        .then_some(k)
-                        .ok_or_else(not_conforming)
-                })
-                .collect()
-        };
-        let send_nodes = to_kernel(&plan.send_nodes)?;
-        let nodes = to_kernel(&plan.nodes)?;
-        // the cells after the interface ones must not touch a shared node
-        let interface_cells = sim.interface_cells();
-        let mut shared = vec![false; layout.skeleton];
-        for &k in &nodes {
-            shared[k as usize] = true;
-        }
-        let per = layout.local.skeleton;
-        if layout.skeleton_nodes[interface_cells * per..]
-            .par_iter()
-            .any(|&k| shared[k as usize])
-        {
-            return Err(not_conforming());
-        }
-        let len = plan.num_sent() * nc;
-        let ctx = dev.context();
-        let side = ctx
-            .new_stream()
-            .map_err(|e| GpuError::driver("creating the halo's stream", e))?;
-        // SAFETY: the page-locked buffers are written (by a copy or the exchange) before
-        // they are read.
-        let (host_send, host_recv) = unsafe {
-            (
-                ctx.alloc_pinned_with_flags::<T>(len, 0),
-                ctx.alloc_pinned_with_flags::<T>(len, 0),
-            )
-        };
-        let pinned = |e| GpuError::driver("allocating the page-locked halo", e);
-        Ok(RankLink {
-            exchange: exchange.clone(),
-            owned,
-            halo: Some(Halo {
-                side,
-                interface_cells,
-                send_nodes: DeviceVec::from_host(dev, &send_nodes, "halo nodes")?,
-                nodes: DeviceVec::from_host(dev, &nodes, "shared nodes")?,
-                term_offsets: DeviceVec::from_host(dev, &plan.source_offsets, "halo terms")?,
-                terms: DeviceVec::from_host(dev, &plan.sources, "halo terms")?,
-                send: DeviceVec::zeros(dev, len, "halo")?,
-                recv: DeviceVec::zeros(dev, len, "halo")?,
-                host_send: host_send.map_err(pinned)?,
-                host_recv: host_recv.map_err(pinned)?,
-            }),
-        })
     }
 }

@@ -75,6 +75,13 @@ pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
         Precision::F32 => Run::new::<f32>(&part.mesh, &setup, &partition, &chosen)?,
     };
     let mut notes: Vec<String> = auto_note.map(String::from).into_iter().collect();
+    match run.transport {
+        Some("NCCL") => notes.push("interface sums exchanged GPU to GPU through NCCL".into()),
+        Some(_) => {
+            notes.push("interface sums exchanged through page-locked host memory and MPI".into())
+        }
+        None => {}
+    }
     if def.outputs.snapshots.is_some() && def.outputs.plots {
         notes.push(
             "snapshots are written as .pvtu pieces, drawn as PNG by one-rank runs only".into(),
@@ -186,6 +193,8 @@ struct Run {
     /// Dofs of the nodes this rank owns.
     owned_dofs: usize,
     on_gpu: bool,
+    /// On GPUs, how the interface sums travel (`"NCCL"` or `"host"`).
+    transport: Option<&'static str>,
 }
 
 impl Run {
@@ -213,6 +222,7 @@ impl Run {
                     exchange,
                     owned_dofs,
                     on_gpu: false,
+                    transport: None,
                 })
             }
             #[cfg(feature = "cuda")]
@@ -220,11 +230,13 @@ impl Run {
                 let sim = Simulation::<T>::for_device_on_part(mesh, setup, part)?;
                 let (exchange, owned_dofs) = link(&sim)?;
                 let gpu = ferrofem_cuda::wave::GpuWave::new(dev, &sim)?;
+                let transport = gpu.halo_transport();
                 Ok(Run {
                     stepper: Box::new(GpuStepper { sim, gpu }),
                     exchange,
                     owned_dofs,
                     on_gpu: true,
+                    transport,
                 })
             }
         }
