@@ -37,6 +37,12 @@ pub enum CliError {
     #[cfg(feature = "cuda")]
     #[error(transparent)]
     Gpu(#[from] ferrofem_cuda::GpuError),
+    /// A distributed run's partitioning or messages failed.
+    #[error(transparent)]
+    Dist(#[from] ferrofem_dist::DistError),
+    /// A part's exchange with the other ranks could not be set up.
+    #[error(transparent)]
+    Wave(#[from] ferrofem_wave::WaveError),
     /// An invalid combination of options, explained.
     #[error("{0}")]
     Usage(String),

@@ -24,6 +24,9 @@ use ferrofem_space::H1Space;
 use serde::Serialize;
 use std::time::Instant;
 
+#[cfg(feature = "mpi")]
+mod ranks;
+
 /// Perturbation of the generated box's interior vertices (fraction of the cell size): the
 /// cells are general trilinear hexahedra, as in the bake-off.
 const PERTURB: f64 = 0.2;
@@ -372,6 +375,9 @@ fn geometries(g: GeoArg) -> Vec<GeometrySource> {
 
 /// Runs `ferrofem bench bp*`.
 pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
+    if ferrofem_dist::launched_in_parallel() {
+        return run_on_ranks(name, &a);
+    }
     let backend = select(a.backend)?;
     if let Backend::Cpu {
         fallback_reason: Some(r),
@@ -441,6 +447,22 @@ pub fn run(name: BpName, a: BpArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// The solve over the ranks of an MPI job (`mpirun -np N ferrofem bench bp* --solve TOL`).
+#[cfg(feature = "mpi")]
+fn run_on_ranks(name: BpName, a: &BpArgs) -> Result<(), CliError> {
+    ranks::run(name, a)
+}
+
+/// Without MPI a launch on several ranks would run the whole bench once per rank.
+#[cfg(not(feature = "mpi"))]
+fn run_on_ranks(_: BpName, _: &BpArgs) -> Result<(), CliError> {
+    Err(CliError::Usage(
+        "started on several MPI ranks, but this ferrofem was built without MPI: build it with \
+         `cargo build --release --features mpi` (README, \"Several ranks\")"
+            .into(),
+    ))
 }
 
 /// Sorts a mesh's cells for a kernel, given how they are arranged.
