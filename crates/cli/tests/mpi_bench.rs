@@ -18,6 +18,8 @@ fn solve_on(np: usize, backend: &str, vars: &[(&str, &str)]) -> serde_json::Valu
             "3",
             "--dofs",
             "3e4",
+            "--geo",
+            "stored",
             "--solve",
             "1e-10",
             "--backend",

@@ -248,6 +248,8 @@ impl<T: GpuReal> DeviceHalo<T> {
         let ctx = dev.context();
         let carrier = match transport {
             HaloTransport::Nccl(comm) => {
+                ctx.bind_to_thread()
+                    .map_err(|e| GpuError::driver("making the GPU current", e))?;
                 let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
                     .map_err(|e| GpuError::driver("reading the streams' priorities", e))?;
                 Carrier::Nccl {

@@ -8,7 +8,9 @@
 //! The exact solution is a function of each node's position (the same on every holder), so
 //! runs on any number of ranks solve the same problem.
 
-use super::{copy_bandwidth, elems_per_dir, screened, solve_options, BpArgs, BpName, PERTURB};
+use super::{
+    copy_bandwidth, elems_per_dir, geometries, screened, solve_options, BpArgs, BpName, PERTURB,
+};
 use crate::error::CliError;
 use ferrofem_base::Real;
 use ferrofem_dist::{scatter_parts, Communicator, MpiComm, NodeInterface, WavePartition};
@@ -33,6 +35,7 @@ struct RanksRecord {
     bench: String,
     backend: String,
     precision: String,
+    geometry: String,
     ranks: usize,
     /// How the GPUs' halo travels (`NCCL`, `host`), or `mpi` on the CPU.
     transport: String,
@@ -98,9 +101,11 @@ pub(super) fn run(name: BpName, a: &BpArgs) -> Result<(), CliError> {
         let backend = select_for_rank(a.backend, comm.node_rank())?;
         let copy_gbs = comm.sum(copy_bandwidth(&backend)?)?;
         for &p in &a.order.0 {
-            let rec = run_order(&comm, &backend, name, p, tol, copy_gbs, a)?;
-            if comm.rank() == 0 {
-                emit(&rec, a)?;
+            for geo in geometries(a.geo) {
+                let rec = run_order(&comm, &backend, name, p, geo, tol, copy_gbs, a)?;
+                if comm.rank() == 0 {
+                    emit(&rec, a)?;
+                }
             }
         }
         Ok(())
@@ -122,11 +127,12 @@ fn emit(r: &RanksRecord, a: &BpArgs) -> Result<(), CliError> {
         return Ok(());
     }
     println!(
-        "{} p={} on {} ranks ({}, {}, halo {}): {} elements, {} DoFs; apply {:.3} ms, {:.2} \
+        "{} p={} {} on {} ranks ({}, {}, halo {}): {} elements, {} DoFs; apply {:.3} ms, {:.2} \
          GDOF/s, {:.1} % of the ranks' copy roofline ({:.0} GB/s); PCG {} iterations in {:.3} s \
          ({:.3} ms each, {:.3e} DoF·iter/s), residual {:.1e}, error {:.1e}",
         r.bench.to_uppercase(),
         r.order,
+        r.geometry,
         r.ranks,
         r.backend,
         r.precision,
@@ -147,11 +153,13 @@ fn emit(r: &RanksRecord, a: &BpArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_order(
     comm: &Arc<MpiComm>,
     backend: &Backend,
     name: BpName,
     p: usize,
+    geo: GeometrySource,
     tol: f64,
     copy_gbs: f64,
     a: &BpArgs,
@@ -173,12 +181,12 @@ fn run_order(
         .collect();
     let kind = screened(name.kind());
     let measured = match (backend, a.precision) {
-        (Backend::Cpu { .. }, Precision::F64) => {
-            on_cpu::<f64>(comm, &part.mesh, &natural, &interface, kind, &exact, tol)?
-        }
-        (Backend::Cpu { .. }, Precision::F32) => {
-            on_cpu::<f32>(comm, &part.mesh, &natural, &interface, kind, &exact, tol)?
-        }
+        (Backend::Cpu { .. }, Precision::F64) => on_cpu::<f64>(
+            comm, &part.mesh, &natural, &interface, kind, geo, &exact, tol,
+        )?,
+        (Backend::Cpu { .. }, Precision::F32) => on_cpu::<f32>(
+            comm, &part.mesh, &natural, &interface, kind, geo, &exact, tol,
+        )?,
         #[cfg(feature = "cuda")]
         (Backend::Cuda(dev), precision) => {
             let exchange: Arc<dyn NodeExchange> =
@@ -189,6 +197,7 @@ fn run_order(
                 natural: &natural,
                 exchange: &exchange,
                 kind,
+                geo,
                 exact: &exact,
                 tol,
             };
@@ -216,6 +225,7 @@ fn run_order(
         bench: name.label().into(),
         backend: backend.name(),
         precision: a.precision.name().into(),
+        geometry: geo.tag().into(),
         ranks: comm.size(),
         transport: measured.transport.into(),
         order: p,
@@ -252,11 +262,12 @@ fn on_cpu<T: Real + ferrofem_dist::Payload>(
     natural: &H1Space,
     interface: &NodeInterface,
     kind: ferrofem_operator::tensor::TensorKind,
+    geo: GeometrySource,
     exact: &[f64],
     tol: f64,
 ) -> Result<Measured, CliError> {
     let mut opts = TensorOptions::new(kind);
-    opts.geometry = GeometrySource::Stored;
+    opts.geometry = geo;
     opts.factor_layout = FactorLayout::Interleaved;
     let op = TensorOperator::<T>::new(mesh, natural, &opts)?;
     let model = ferrofem_operator::tensor::model::model(&op.model_spec());
@@ -307,6 +318,7 @@ mod gpu {
         pub(super) natural: &'a H1Space,
         pub(super) exchange: &'a Arc<dyn NodeExchange>,
         pub(super) kind: ferrofem_operator::tensor::TensorKind,
+        pub(super) geo: GeometrySource,
         pub(super) exact: &'a [f64],
         pub(super) tol: f64,
     }
@@ -316,7 +328,7 @@ mod gpu {
     pub(super) fn solve<T: GpuReal>(i: &Inputs<'_>) -> Result<Measured, CliError> {
         let dev = i.dev;
         let class = DeviceClass::of(dev);
-        let bop = BpOperator::new(i.kind, GeometrySource::Stored);
+        let bop = BpOperator::new(i.kind, i.geo);
         let plan = BpPlan::tuned(&class, &bop, i.natural.order());
         let numbered = plan.number(i.natural)?;
         let op = GpuBp::<T>::new(dev, i.mesh, &numbered, bop, plan)?;
