@@ -40,8 +40,10 @@ fn check(r: &serde_json::Value, first: &serde_json::Value, np: usize, label: &st
     let error = r["solve_error"].as_f64().expect("the solve's error");
     let residual = r["solve_rel_residual"].as_f64().expect("the residual");
     assert!(residual <= 1e-10, "{label}: residual {residual:e}");
+    // the error is bounded by the conditioning times the residual (CPU 5e-9, GPU 1e-7);
+    // a wrong interface sum leaves errors of order one
     assert!(
-        error <= 1e-7,
+        error <= 1e-6,
         "{label}: error {error:e} against the exact solution"
     );
     let (it, it0) = (
