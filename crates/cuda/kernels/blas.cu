@@ -36,34 +36,41 @@ extern "C" __global__ void ff_copy_indices(const real* FF_RESTRICT x, real* FF_R
         y[idx[k]] = x[idx[k]];
 }
 
-// Partial dot products: one double per block (accumulated in double for f32 too), reduced on the host
-// or by ff_sum_partials. blockDim.x must be a power of two <= 1024.
-extern "C" __global__ void ff_dot_partial(const real* FF_RESTRICT x, const real* FF_RESTRICT y, double* FF_RESTRICT partial, u64 n) {
+// The sum of every thread's acc over the block, written by thread 0 to *out (blockDim.x a
+// power of two <= 1024).
+__device__ void ff_block_sum(double acc, double* out) {
     __shared__ double s[1024];
-    double acc = 0.0;
-    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
-        acc += (double)x[i] * (double)y[i];
     s[threadIdx.x] = acc;
     __syncthreads();
     for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
         if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
         __syncthreads();
     }
-    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+    if (threadIdx.x == 0) *out = s[0];
+}
+
+// Partial dot products: one double per block (accumulated in double for f32 too), reduced on the host
+// or by ff_sum_partials. blockDim.x must be a power of two <= 1024.
+extern "C" __global__ void ff_dot_partial(const real* FF_RESTRICT x, const real* FF_RESTRICT y, double* FF_RESTRICT partial, u64 n) {
+    double acc = 0.0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x)
+        acc += (double)x[i] * (double)y[i];
+    ff_block_sum(acc, &partial[blockIdx.x]);
+}
+
+// The same over the listed entries only: sum of x[idx[k]] * y[idx[k]] for k < m.
+extern "C" __global__ void ff_dot_indices_partial(const real* FF_RESTRICT x, const real* FF_RESTRICT y, const u32* FF_RESTRICT idx, double* FF_RESTRICT partial, u32 m) {
+    double acc = 0.0;
+    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x)
+        acc += (double)x[idx[k]] * (double)y[idx[k]];
+    ff_block_sum(acc, &partial[blockIdx.x]);
 }
 
 // Sums m partials into out[0] with one block.
 extern "C" __global__ void ff_sum_partials(const double* FF_RESTRICT partial, double* FF_RESTRICT out, u32 m) {
-    __shared__ double s[1024];
     double acc = 0.0;
     for (u32 i = threadIdx.x; i < m; i += blockDim.x) acc += partial[i];
-    s[threadIdx.x] = acc;
-    __syncthreads();
-    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) out[0] = s[0];
+    ff_block_sum(acc, out);
 }
 
 // x = a*x

@@ -32,21 +32,3 @@ extern "C" __global__ void halo_combine(u32 n, u32 nc, const u32* FF_RESTRICT no
         v[d] = sum;
     }
 }
-
-// Partial sums of x[idx[k]] * y[idx[k]] for k < m, one double per block (blockDim.x a power
-// of two <= 1024): the dofs a rank holds but does not own, taken out of its dot products.
-extern "C" __global__ void halo_dot_partial(const real* FF_RESTRICT x, const real* FF_RESTRICT y,
-                                            const u32* FF_RESTRICT idx, double* FF_RESTRICT partial,
-                                            u32 m) {
-    __shared__ double s[1024];
-    double acc = 0.0;
-    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < m; k += gridDim.x * blockDim.x)
-        acc += (double)x[idx[k]] * (double)y[idx[k]];
-    s[threadIdx.x] = acc;
-    __syncthreads();
-    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
-}

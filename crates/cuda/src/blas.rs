@@ -28,6 +28,7 @@ pub struct GpuBlas<T: GpuReal> {
     xpby: CudaFunction,
     mult: CudaFunction,
     dot: CudaFunction,
+    dot_at: CudaFunction,
     sum: CudaFunction,
     copy_idx: CudaFunction,
     set_idx: CudaFunction,
@@ -56,6 +57,7 @@ impl<T: GpuReal> GpuBlas<T> {
             xpby: f("ff_xpby")?,
             mult: f("ff_pointwise_mult")?,
             dot: f("ff_dot_partial")?,
+            dot_at: f("ff_dot_indices_partial")?,
             sum: f("ff_sum_partials")?,
             copy_idx: f("ff_copy_indices")?,
             set_idx: f("ff_set_indices")?,
@@ -249,32 +251,73 @@ impl<T: GpuReal> GpuBlas<T> {
         let blocks = x.len().div_ceil(DOT_THREADS as usize).clamp(1, DOT_BLOCKS);
         let mut guard = self.partial.lock().expect("dot buffer lock");
         let (partial, out) = &mut *guard;
-        let cfg = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
-            block_dim: (DOT_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
         launch!(
             self,
             "ff_dot_partial",
             &self.dot,
-            cfg,
+            Self::dot_grid(blocks),
             x.slice(),
             y.slice(),
             partial.slice_mut(),
             &n
         )?;
-        let m = blocks as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (1, 1, 1),
+        self.sum_partials(blocks, partial, out)
+    }
+
+    /// `Σ x[idx[k]] y[idx[k]]`: the part of `xᵀ y` at the listed entries (each within `x`
+    /// and `y`), accumulated as [`GpuBlas::dot`].
+    pub fn dot_at(
+        &self,
+        x: &DeviceVec<T>,
+        y: &DeviceVec<T>,
+        idx: &DeviceVec<u32>,
+    ) -> Result<f64, GpuError> {
+        Self::check(x.len(), y.len(), "dot")?;
+        if idx.is_empty() {
+            return Ok(0.0);
+        }
+        let m = idx.len() as u32;
+        let blocks = idx
+            .len()
+            .div_ceil(DOT_THREADS as usize)
+            .clamp(1, DOT_BLOCKS);
+        let mut guard = self.partial.lock().expect("dot buffer lock");
+        let (partial, out) = &mut *guard;
+        launch!(
+            self,
+            "ff_dot_indices_partial",
+            &self.dot_at,
+            Self::dot_grid(blocks),
+            x.slice(),
+            y.slice(),
+            idx.slice(),
+            partial.slice_mut(),
+            &m
+        )?;
+        self.sum_partials(blocks, partial, out)
+    }
+
+    fn dot_grid(blocks: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
             block_dim: (DOT_THREADS, 1, 1),
             shared_mem_bytes: 0,
-        };
+        }
+    }
+
+    /// The sum of the first `blocks` partial sums, on the device, copied to the host.
+    fn sum_partials(
+        &self,
+        blocks: usize,
+        partial: &DeviceVec<f64>,
+        out: &mut DeviceVec<f64>,
+    ) -> Result<f64, GpuError> {
+        let m = blocks as u32;
         launch!(
             self,
             "ff_sum_partials",
             &self.sum,
-            cfg,
+            Self::dot_grid(1),
             partial.slice(),
             out.slice_mut(),
             &m

@@ -29,20 +29,18 @@ pub const TRANSPORT_VARIABLE: &str = "FERROFEM_GPU_EXCHANGE";
 const BLOCK: u32 = 256;
 
 /// The halo kernels for one precision.
-pub struct HaloKernels {
+struct HaloKernels {
     pack: CudaFunction,
     combine: CudaFunction,
-    dot: CudaFunction,
 }
 
 impl HaloKernels {
     /// Compiles (or loads from the cache) the halo kernels of `T`.
-    pub fn new<T: GpuReal>(dev: &GpuDevice) -> Result<HaloKernels, GpuError> {
+    fn new<T: GpuReal>(dev: &GpuDevice) -> Result<HaloKernels, GpuError> {
         let spec = kernel_spec::<T>();
         Ok(HaloKernels {
             pack: dev.function(&spec, "halo_pack")?,
             combine: dev.function(&spec, "halo_combine")?,
-            dot: dev.function(&spec, "halo_dot_partial")?,
         })
     }
 }
@@ -414,38 +412,4 @@ impl<T: GpuReal> DeviceHalo<T> {
         self.start(main, v)?;
         self.finish(main, v)
     }
-}
-
-/// `Σ x[idx[k]] y[idx[k]]` on `main` with `kernels` (a few blocks; their partial sums added
-/// on the host in block order): the part of a dot product at listed entries.
-pub fn dot_at<T: GpuReal>(
-    kernels: &HaloKernels,
-    main: &CudaStream,
-    x: &CudaSlice<T>,
-    y: &CudaSlice<T>,
-    idx: &DeviceVec<u32>,
-    partial: &mut DeviceVec<f64>,
-) -> Result<f64, GpuError> {
-    let m = idx.len();
-    if m == 0 {
-        return Ok(0.0);
-    }
-    let blocks = m.div_ceil(BLOCK as usize).clamp(1, partial.len());
-    let cfg = LaunchConfig {
-        grid_dim: (blocks as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let m = m as u32;
-    let mut b = main.launch_builder(&kernels.dot);
-    b.arg(x)
-        .arg(y)
-        .arg(idx.slice())
-        .arg(partial.slice_mut())
-        .arg(&m);
-    // SAFETY: matches halo_dot_partial's parameters; the indices lie within x and y and
-    // the grid within `partial`.
-    unsafe { b.launch(cfg) }.map_err(|e| GpuError::driver("launching halo_dot_partial", e))?;
-    let sums = partial.to_host()?;
-    Ok(sums[..blocks].iter().sum())
 }

@@ -6,15 +6,12 @@
 //! Vectors are consistent: every holder of a shared dof has its whole value.
 
 use crate::blas::GpuBlas;
-use crate::halo::{dot_at, DeviceHalo, HaloKernels, HaloTransport};
-use crate::krylov::GpuLinearOperator;
+use crate::halo::{DeviceHalo, HaloTransport};
+use crate::krylov::{GpuKrylov, GpuLinearOperator};
 use crate::{DeviceVec, GpuDevice, GpuError, GpuReal};
 use ferrofem_solver::{KrylovSpace, SolverError};
 use ferrofem_wave::NodeExchange;
 use std::sync::{Arc, Mutex};
-
-/// Blocks of the dot products over the dofs held but not owned.
-const NOT_OWNED_BLOCKS: usize = 64;
 
 fn be(e: GpuError) -> SolverError {
     SolverError::backend(e)
@@ -22,6 +19,8 @@ fn be(e: GpuError) -> SolverError {
 
 /// A distributed linear system on one rank's GPU (see the module's documentation).
 pub struct GpuPartKrylov<'a, T: GpuReal, A: GpuLinearOperator<T>> {
+    /// The part's own space: the vector operations and the preconditioner.
+    local: GpuKrylov<'a, T, A>,
     op: &'a A,
     blas: &'a GpuBlas<T>,
     exchange: Arc<dyn NodeExchange>,
@@ -30,9 +29,6 @@ pub struct GpuPartKrylov<'a, T: GpuReal, A: GpuLinearOperator<T>> {
     transport: &'static str,
     /// The device dofs this rank holds and another owns.
     not_owned: DeviceVec<u32>,
-    kernels: HaloKernels,
-    partial: Mutex<DeviceVec<f64>>,
-    inv_diag: Option<DeviceVec<T>>,
 }
 
 impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuPartKrylov<'a, T, A> {
@@ -63,15 +59,13 @@ impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuPartKrylov<'a, T, A> {
             .map(&dof_of)
             .collect();
         Ok(GpuPartKrylov {
+            local: GpuKrylov::new(op, blas),
             op,
             blas,
             exchange: exchange.clone(),
             halo: Mutex::new(halo),
             transport: transport.name(),
             not_owned: DeviceVec::from_host(dev, &not_owned, "dofs owned elsewhere")?,
-            kernels: HaloKernels::new::<T>(dev)?,
-            partial: Mutex::new(DeviceVec::zeros(dev, NOT_OWNED_BLOCKS, "dot partial sums")?),
-            inv_diag: None,
         })
     }
 
@@ -79,13 +73,8 @@ impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuPartKrylov<'a, T, A> {
     /// summed at the shared nodes and inverted on the device.
     pub fn with_jacobi(mut self, mut diag: DeviceVec<T>) -> Result<Self, GpuError> {
         self.sum_shared(&mut diag)?;
-        if let Some(i) = self.blas.reciprocal(&mut diag)? {
-            return Err(GpuError::Unsupported(format!(
-                "the summed diagonal is zero or not finite at dof {i} of rank {}",
-                self.exchange.rank()
-            )));
-        }
-        self.inv_diag = Some(diag);
+        self.local = GpuKrylov::with_jacobi_device(self.op, self.blas, diag)
+            .map_err(|e| GpuError::Unsupported(format!("rank {}: {e}", self.exchange.rank())))?;
         Ok(self)
     }
 
@@ -106,15 +95,7 @@ impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuPartKrylov<'a, T, A> {
     /// The dot product of two consistent vectors over the whole mesh. Collective.
     pub fn global_dot(&self, a: &DeviceVec<T>, b: &DeviceVec<T>) -> Result<f64, GpuError> {
         let all = self.blas.dot(a, b)?;
-        let mut partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
-        let elsewhere = dot_at(
-            &self.kernels,
-            self.blas.device().stream(),
-            a.slice(),
-            b.slice(),
-            &self.not_owned,
-            &mut partial,
-        )?;
+        let elsewhere = self.blas.dot_at(a, b, &self.not_owned)?;
         self.exchange
             .sum(all - elsewhere)
             .map_err(|e| GpuError::Ranks(e.to_string()))
@@ -125,33 +106,30 @@ impl<T: GpuReal, A: GpuLinearOperator<T>> KrylovSpace<T> for GpuPartKrylov<'_, T
     type Vector = DeviceVec<T>;
 
     fn dim(&self) -> usize {
-        self.op.dim()
+        self.local.dim()
     }
     fn zeros(&self) -> Result<DeviceVec<T>, SolverError> {
-        self.op
-            .output_vector(self.blas.device(), "Krylov vector")
-            .map_err(be)
+        self.local.zeros()
     }
+    /// Over the whole mesh (each dof on its owner), summed over the ranks.
     fn dot(&self, a: &DeviceVec<T>, b: &DeviceVec<T>) -> Result<f64, SolverError> {
         self.global_dot(a, b).map_err(be)
     }
     fn axpy(&self, alpha: T, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
-        self.blas.axpy(alpha, x, y).map_err(be)
+        self.local.axpy(alpha, x, y)
     }
     fn xpby(&self, x: &DeviceVec<T>, beta: T, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
-        self.blas.xpby(x, beta, y).map_err(be)
+        self.local.xpby(x, beta, y)
     }
     fn copy(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
-        y.copy_from(x).map_err(be)
+        self.local.copy(x, y)
     }
+    /// The part's operator, summed at the shared nodes.
     fn apply(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), SolverError> {
-        self.op.apply_device(x, y).map_err(be)?;
+        self.local.apply(x, y)?;
         self.sum_shared(y).map_err(be)
     }
     fn precondition(&self, r: &DeviceVec<T>, z: &mut DeviceVec<T>) -> Result<(), SolverError> {
-        match &self.inv_diag {
-            None => z.copy_from(r).map_err(be),
-            Some(d) => self.blas.pointwise_mult(d, r, z).map_err(be),
-        }
+        self.local.precondition(r, z)
     }
 }

@@ -601,7 +601,8 @@ fn device_geometry_matches_host_geometry() {
     }
 }
 
-/// The device dot product, axpy and xpby against the host at lengths from 1 to 2²⁰.
+/// The device dot product (whole and at listed entries), axpy and xpby against the host at
+/// lengths from 1 to 2²⁰.
 #[test]
 fn blas_matches_host() {
     let Some(dev) = gpu() else { return };
@@ -614,6 +615,14 @@ fn blas_matches_host() {
         let dot = blas.dot(&dx, &dy).unwrap();
         let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
         assert!((dot - want).abs() < 1e-10 * (n as f64).sqrt(), "dot n={n}");
+        let idx: Vec<u32> = (0..n as u32).step_by(3).rev().collect();
+        let didx = DeviceVec::from_host(&dev, &idx, "indices").unwrap();
+        let at = blas.dot_at(&dx, &dy, &didx).unwrap();
+        let want_at: f64 = idx.iter().map(|&i| x[i as usize] * y[i as usize]).sum();
+        assert!(
+            (at - want_at).abs() < 1e-10 * (n as f64).sqrt(),
+            "dot_at n={n}"
+        );
         blas.axpy(0.5, &dx, &mut dy).unwrap();
         let got = dy.to_host().unwrap();
         assert!(got

@@ -492,11 +492,7 @@ fn make_case(
 }
 
 fn emit(r: &BpRecord, a: &BpArgs) -> Result<(), CliError> {
-    if let Some(path) = &a.record {
-        ferrofem_io::append_json_line(path, r)?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string(r)?);
+    if super::record_and_print_json(r, a.record.as_deref(), a.json)? {
         return Ok(());
     }
     let mut notes = r.kernel.clone();

@@ -500,11 +500,7 @@ fn measure<T: Real, P: Physics<T>>(
 }
 
 fn emit(r: &ResidualRecord, a: &ResidualArgs) -> Result<(), CliError> {
-    if let Some(path) = &a.record {
-        ferrofem_io::append_json_line(path, r)?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string(r)?);
+    if super::record_and_print_json(r, a.record.as_deref(), a.json)? {
         return Ok(());
     }
     println!(

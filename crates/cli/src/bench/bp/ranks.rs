@@ -119,11 +119,7 @@ pub(super) fn run(name: BpName, a: &BpArgs) -> Result<(), CliError> {
 }
 
 fn emit(r: &RanksRecord, a: &BpArgs) -> Result<(), CliError> {
-    if let Some(path) = &a.record {
-        ferrofem_io::append_json_line(path, r)?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string(r)?);
+    if super::super::record_and_print_json(r, a.record.as_deref(), a.json)? {
         return Ok(());
     }
     println!(
