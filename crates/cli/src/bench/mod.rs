@@ -107,6 +107,22 @@ pub fn form_operator_bytes(
     (geometry_f64 + kept + tabulation + element_vectors).0
 }
 
+/// Appends `r` to the `--record` file when given, and prints it as one JSON line when
+/// `json`: returns whether it was printed (else the caller prints its table row).
+fn record_and_print_json<R: serde::Serialize>(
+    r: &R,
+    record: Option<&std::path::Path>,
+    json: bool,
+) -> Result<bool, CliError> {
+    if let Some(path) = record {
+        ferrofem_io::append_json_line(path, r)?;
+    }
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+    }
+    Ok(json)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,20 +168,4 @@ mod tests {
             u64::MAX
         );
     }
-}
-
-/// Appends `r` to the `--record` file when given, and prints it as one JSON line when
-/// `json`: returns whether it was printed (else the caller prints its table row).
-fn record_and_print_json<R: serde::Serialize>(
-    r: &R,
-    record: Option<&std::path::Path>,
-    json: bool,
-) -> Result<bool, CliError> {
-    if let Some(path) = record {
-        ferrofem_io::append_json_line(path, r)?;
-    }
-    if json {
-        println!("{}", serde_json::to_string(r)?);
-    }
-    Ok(json)
 }
