@@ -30,9 +30,9 @@ use std::time::Instant;
 /// (on every rank) and the mesh's origin.
 ///
 /// With `cuda`, every rank steps on its machine's GPU of its place among the machine's
-/// ranks, exchanging the interface sums through host memory; with `cpu` or `auto`, on the
-/// CPU. Snapshots are written as one `.vtu` piece per rank and step, a `.pvtu`
-/// over them and the `.pvd` series of the `.pvtu` files.
+/// ranks, exchanging the interface sums through NCCL or host memory; with `cpu` or `auto`,
+/// on the CPU. Snapshots are written as one `.vtu` piece per rank and step, a `.pvtu` over
+/// them and the `.pvd` series of the `.pvtu` files.
 pub fn run_wave_on_ranks<C: Communicator + Send + Sync + 'static>(
     comm: Arc<C>,
     file: &ProblemFile,
