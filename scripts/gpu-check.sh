@@ -12,6 +12,9 @@
 #     compare            the BP part with $BASE (another ferrofem binary) and this one,
 #                        alternating per operator ($BPS, default all three), then the ratio
 #                        per (operator, geometry, p)
+#     ranks              on a machine with 2+ GPUs and a build with MPI (MPI=1
+#                        scripts/build-device-bin.sh): the 3-D elastic step and the BP3.5
+#                        solve on 1 GPU and on 2 (both halo transports), weak and strong
 #     profile ARGS...    Nsight Compute on one steady-state bp_apply launch of
 #                        `ferrofem bench ARGS` (must be the last mode)
 set -u
@@ -100,6 +103,38 @@ print(f"slowest new/base: {worst:.3f}")
 PY
 }
 
+# `ferrofem wave` on one GPU and `mpirun -np 2` with each halo transport, the elastic box
+# example at the weak sizes (48³ per GPU) and the strong one (64³), f64 and f32; then the
+# BP3.5 solve (p = 6) at 2·10⁷ DoFs per GPU (weak) and 4·10⁷ in all (strong).
+ranks() {
+  local box="$OUT/box.toml" run
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  for prec in f64 f32; do
+    for size in "hex:48x48x48 0.5 1" "hex:64x64x64 0.5 1" "hex:64x64x64 0.5 2" \
+                "hex:96x48x48,max=2:1:1 1.0 2"; do
+      set -- $size
+      sed -e "s/^box = .*/box = \"$1\"/" -e "s/^at = \[0.5, 0.5, 0.5\]/at = [$2, 0.5, 0.5]/" \
+        -e "s/^at = \[0.5, 0.5, 0.8\]/at = [$2, 0.5, 0.8]/" examples/elastic_box.toml > "$box"
+      for t in ${TRANSPORTS:-nccl host}; do
+        if [ "$3" = 1 ]; then run=("$BIN/ferrofem"); t=one; else
+          run=(env FERROFEM_GPU_EXCHANGE=$t mpirun --bind-to none -np 2 -x FERROFEM_GPU_EXCHANGE "$BIN/ferrofem"); fi
+        echo "== wave $1 $prec on $3 GPU(s) ($t)"
+        "${run[@]}" wave "$box" --backend cuda --precision $prec --json | tee -a "$OUT/ranks-wave.jsonl" \
+          || status=1
+        [ "$3" = 1 ] && break
+      done
+    done
+  done
+  for case in "1 2e7 one" "1 4e7 one" "2 4e7 nccl" "2 4e7 host" "2 8e7 nccl" "2 8e7 host"; do
+    set -- $case
+    echo "== bp3.5 --solve on $1 GPU(s), $2 DoFs ($3)"
+    if [ "$1" = 1 ]; then run=("$BIN/ferrofem"); else
+      run=(env FERROFEM_GPU_EXCHANGE=$3 mpirun --bind-to none -np "$1" -x FERROFEM_GPU_EXCHANGE "$BIN/ferrofem"); fi
+    "${run[@]}" bench bp3.5 --backend cuda --order 6 --dofs "$2" --geo stored --solve 1e-8 \
+      --record "$OUT/ranks-bp.jsonl" || status=1
+  done
+}
+
 profile() {
   local metrics="lts__t_sectors_srcunit_tex.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum"
   ncu --clock-control none -k regex:bp_apply --launch-skip 2 --launch-count 1 \
@@ -115,6 +150,7 @@ while [ $# -gt 0 ]; do
     bench) bench_set ;;
     bp) bp_set ;;
     compare) compare ;;
+    ranks) ranks ;;
     profile) profile "$@"; set -- ;;
     *) echo "unknown mode '$mode'"; exit 2 ;;
   esac

@@ -201,3 +201,24 @@ fn points_outside_and_steps_above_the_bound_are_refused() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The elastic box example (the problem of the wave step's scaling runs) reads as written
+/// and, shrunk to a 4³ box and 40 steps, runs on the CPU: a 3-D elastic order-4 problem
+/// with its source and receiver found and a finite, positive energy.
+#[test]
+fn the_elastic_box_example_runs_on_a_small_box() {
+    let text = std::fs::read_to_string(examples().join("elastic_box.toml")).expect("example");
+    parse(&text).wave_case().expect("the example as written");
+    let small = text
+        .replace("hex:64x64x64", "hex:4x4x4")
+        .replace("steps = 1000", "steps = 40");
+    let mut case = parse(&small).wave_case().expect("the small box");
+    case.backend = ferrofem_driver::BackendArg::Cpu;
+    let report = run_wave(&case, &mut |_| {}).expect("runs");
+    assert_eq!((report.kind, report.dim, report.order), ("elastic", 3, 4));
+    assert_eq!(
+        (report.steps, report.receivers, report.elements),
+        (40, 1, 64)
+    );
+    assert!(report.energy.is_finite() && report.energy > 0.0);
+}
