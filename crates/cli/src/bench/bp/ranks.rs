@@ -43,6 +43,7 @@ struct RanksRecord {
     elements: usize,
     dofs: usize,
     mesh: String,
+    /// The mesh, its partition, the space and the operator (slowest rank).
     setup_s: f64,
     /// The distributed apply: the part's cells and the shared sums, slowest rank.
     apply_s: f64,
@@ -73,6 +74,10 @@ fn exact_at(x: &[f64]) -> f64 {
 
 /// What one rank measured.
 struct Measured {
+    /// Seconds to build the operator (and the GPU's distributed space).
+    operator_s: f64,
+    /// Dofs this rank owns.
+    owned_dofs: usize,
     apply_times: Vec<f64>,
     model: Model,
     transport: &'static str,
@@ -170,21 +175,31 @@ fn run_order(
     };
     let part = Arc::new(part);
     let natural = H1Space::new(&part.mesh, p, 1)?;
-    let interface = NodeInterface::new(&**comm, &part, &natural)?;
-    let owned_dofs = interface.num_owned();
     let exact: Vec<f64> = (0..natural.num_nodes())
         .map(|n| exact_at(natural.node_coord(n)))
         .collect();
     let kind = screened(name.kind());
-    let measured = match (backend, a.precision) {
-        (Backend::Cpu { .. }, Precision::F64) => on_cpu::<f64>(
-            comm, &part.mesh, &natural, &interface, kind, geo, &exact, tol,
-        )?,
-        (Backend::Cpu { .. }, Precision::F32) => on_cpu::<f32>(
-            comm, &part.mesh, &natural, &interface, kind, geo, &exact, tol,
-        )?,
+    let prep_s = t0.elapsed().as_secs_f64();
+    let measured = match backend {
+        Backend::Cpu { .. } => {
+            let interface = NodeInterface::new(&**comm, &part, &natural)?;
+            let cpu = CpuInputs {
+                comm,
+                mesh: &part.mesh,
+                natural: &natural,
+                interface: &interface,
+                kind,
+                geo,
+                exact: &exact,
+                tol,
+            };
+            match a.precision {
+                Precision::F64 => on_cpu::<f64>(&cpu)?,
+                Precision::F32 => on_cpu::<f32>(&cpu)?,
+            }
+        }
         #[cfg(feature = "cuda")]
-        (Backend::Cuda(dev), precision) => {
+        Backend::Cuda(dev) => {
             let exchange: Arc<dyn NodeExchange> =
                 Arc::from(WavePartition::new(comm.clone(), part.clone())?.connect(&natural)?);
             let gpu = gpu::Inputs {
@@ -197,13 +212,13 @@ fn run_order(
                 exact: &exact,
                 tol,
             };
-            match precision {
+            match a.precision {
                 Precision::F64 => gpu::solve::<f64>(&gpu)?,
                 Precision::F32 => gpu::solve::<f32>(&gpu)?,
             }
         }
     };
-    let setup_s = comm.gather_all(t0.elapsed().as_secs_f64())?;
+    let setup_s = comm.gather_all(prep_s + measured.operator_s)?;
     let apply_s = comm
         .gather_all(super::median(&measured.apply_times))?
         .into_iter()
@@ -212,7 +227,7 @@ fn run_order(
         .gather_all(measured.solve_s)?
         .into_iter()
         .fold(0.0, f64::max);
-    let dofs = comm.sum(owned_dofs as f64)? as usize;
+    let dofs = comm.sum(measured.owned_dofs as f64)? as usize;
     let elements = comm.sum(part.mesh.num_cells() as f64)? as usize;
     let model_bytes = comm.sum(measured.model.bytes)?;
     let error = (comm.sum(measured.error_sq)? / comm.sum(measured.exact_sq)?.max(1e-300)).sqrt();
@@ -242,30 +257,37 @@ fn run_order(
     })
 }
 
-/// The owned dofs' `Σ (x − x*)²` and `Σ x*²`.
-fn error_sums(interface: &NodeInterface, x: &[f64], exact: &[f64]) -> (f64, f64) {
+/// The owned dofs' `Σ (x − x*)²` and `Σ x*²` (`x` and `exact` per node of the natural
+/// numbering).
+fn error_sums(is_owned: impl Fn(usize) -> bool, x: &[f64], exact: &[f64]) -> (f64, f64) {
     (0..x.len())
-        .filter(|&n| interface.is_owned(n))
+        .filter(|&n| is_owned(n))
         .fold((0.0, 0.0), |(e, s), n| {
             (e + (x[n] - exact[n]).powi(2), s + exact[n].powi(2))
         })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn on_cpu<T: Real + ferrofem_dist::Payload>(
-    comm: &Arc<MpiComm>,
-    mesh: &ferrofem_mesh::Mesh,
-    natural: &H1Space,
-    interface: &NodeInterface,
+/// What a rank's CPU solve starts from.
+struct CpuInputs<'a> {
+    comm: &'a Arc<MpiComm>,
+    mesh: &'a ferrofem_mesh::Mesh,
+    natural: &'a H1Space,
+    interface: &'a NodeInterface,
     kind: ferrofem_operator::tensor::TensorKind,
     geo: GeometrySource,
-    exact: &[f64],
+    exact: &'a [f64],
     tol: f64,
-) -> Result<Measured, CliError> {
-    let mut opts = TensorOptions::new(kind);
-    opts.geometry = geo;
+}
+
+/// The part's sum-factorised operator, its output summed across the interfaces by MPI.
+fn on_cpu<T: Real + ferrofem_dist::Payload>(i: &CpuInputs<'_>) -> Result<Measured, CliError> {
+    let (comm, interface, exact) = (i.comm, i.interface, i.exact);
+    let t0 = Instant::now();
+    let mut opts = TensorOptions::new(i.kind);
+    opts.geometry = i.geo;
     opts.factor_layout = FactorLayout::Interleaved;
-    let op = TensorOperator::<T>::new(mesh, natural, &opts)?;
+    let op = TensorOperator::<T>::new(i.mesh, i.natural, &opts)?;
+    let operator_s = t0.elapsed().as_secs_f64();
     let model = ferrofem_operator::tensor::model::model(&op.model_spec());
     let xt: Vec<T> = exact.iter().map(|&v| T::of(v)).collect();
     let mut b = vec![T::zero(); xt.len()];
@@ -283,11 +305,13 @@ fn on_cpu<T: Real + ferrofem_dist::Payload>(
     let mut x = vec![T::zero(); xt.len()];
     comm.sum(0.0)?;
     let t = Instant::now();
-    let st = pcg(&space, &b, &mut x, &solve_options(tol))?;
+    let st = pcg(&space, &b, &mut x, &solve_options(i.tol))?;
     let solve_s = t.elapsed().as_secs_f64();
     let x: Vec<f64> = x.iter().map(|v| v.as_f64()).collect();
-    let (error_sq, exact_sq) = error_sums(interface, &x, exact);
+    let (error_sq, exact_sq) = error_sums(|n| interface.is_owned(n), &x, exact);
     Ok(Measured {
+        operator_s,
+        owned_dofs: interface.num_owned(),
         apply_times,
         model,
         transport: "mpi",
@@ -323,6 +347,7 @@ mod gpu {
     /// the halo summed on the device.
     pub(super) fn solve<T: GpuReal>(i: &Inputs<'_>) -> Result<Measured, CliError> {
         let dev = i.dev;
+        let t0 = Instant::now();
         let class = DeviceClass::of(dev);
         let bop = BpOperator::new(i.kind, i.geo);
         let plan = BpPlan::tuned(&class, &bop, i.natural.order());
@@ -337,6 +362,8 @@ mod gpu {
         let krylov =
             GpuPartKrylov::new(dev, &op, &blas, i.exchange, n, |node| new_of[node as usize])?
                 .with_jacobi(op.diagonal()?)?;
+        dev.synchronize()?;
+        let operator_s = t0.elapsed().as_secs_f64();
         let mut xt = vec![T::zero(); n];
         for (node, &d) in new_of.iter().enumerate() {
             xt[d as usize] = T::of(i.exact[node]);
@@ -366,16 +393,10 @@ mod gpu {
         for (node, &d) in new_of.iter().enumerate() {
             natural_x[node] = x[d as usize].as_f64();
         }
-        let (error_sq, exact_sq) =
-            (0..n)
-                .filter(|&node| i.exchange.is_owned(node))
-                .fold((0.0, 0.0), |(e, s), node| {
-                    (
-                        e + (natural_x[node] - i.exact[node]).powi(2),
-                        s + i.exact[node].powi(2),
-                    )
-                });
+        let (error_sq, exact_sq) = error_sums(|n| i.exchange.is_owned(n), &natural_x, i.exact);
         Ok(Measured {
+            operator_s,
+            owned_dofs: (0..n).filter(|&node| i.exchange.is_owned(node)).count(),
             apply_times,
             model: op.model(),
             transport: krylov.transport(),
