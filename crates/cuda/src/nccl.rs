@@ -194,6 +194,7 @@ impl NcclComm {
                 recv.len()
             )));
         }
+        let peers: Vec<c_int> = peers.iter().map(|&r| to_int(r)).collect::<Result<_, _>>()?;
         let size = std::mem::size_of::<T>() as u64;
         let (send_ptr, _send_sync) = send.device_ptr(stream);
         let (recv_ptr, _recv_sync) = recv.device_ptr_mut(stream);
@@ -202,9 +203,9 @@ impl NcclComm {
         // SAFETY: NCCL's group calls have no preconditions.
         api.check(unsafe { (api.group_start)() }, "starting the group")?;
         let mut queued = Ok(());
+        // (nothing returns between the group's start and end)
         for (i, &peer) in peers.iter().enumerate() {
-            let (start, count) = (offsets[i], offsets[i + 1] - offsets[i]);
-            let peer = to_int(peer)?;
+            let (start, count) = (offsets[i], offsets[i + 1].saturating_sub(offsets[i]));
             let at = size * start as u64;
             // SAFETY: the ranges lie within the device buffers (checked above), which
             // outlive the transfer: the caller orders their next use after it on `stream`.
