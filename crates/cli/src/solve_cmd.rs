@@ -61,13 +61,15 @@ pub struct SolveArgs {
     json: bool,
 }
 
-/// The JSON record of a solve.
+/// What a solve prints: the JSON record, or the text summary made of the same.
 #[derive(Serialize)]
 struct Record<'a> {
     /// Where the mesh came from (its counts are in the report).
     mesh: &'a str,
     backend: String,
     backend_note: Option<String>,
+    /// MPI ranks the problem was split over (1: not split).
+    ranks: usize,
     #[serde(flatten)]
     report: &'a SolveReport,
     /// Region integrals (problem files).
@@ -82,6 +84,9 @@ struct Record<'a> {
     output: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     probes_file: Option<String>,
+    /// The fields in the output file.
+    #[serde(skip)]
+    fields: Vec<&'static str>,
 }
 
 /// One probe point's values.
@@ -95,6 +100,9 @@ struct ProbeRecord {
 /// Runs `ferrofem solve`: a problem file when the positional FILE ends in `.toml`, else
 /// a manufactured problem.
 pub fn run(a: SolveArgs) -> Result<(), CliError> {
+    if ferrofem_dist::launched_in_parallel() {
+        return run_on_ranks(&a);
+    }
     if let Some(path) = a.problem.source.file.clone() {
         if path.extension().is_some_and(|e| e == "toml") {
             return run_file(&path, a);
@@ -314,27 +322,47 @@ fn report(
             values: columns.iter().cloned().zip(row.iter().copied()).collect(),
         })
         .collect();
+    let names: Vec<&str> = std::iter::once("u")
+        .chain(if r.errors.is_some() {
+            vec!["u_exact", "error"]
+        } else {
+            fields.iter().map(|f| f.name).collect()
+        })
+        .collect();
+    let rec = Record {
+        mesh: origin,
+        backend,
+        backend_note,
+        ranks: 1,
+        report: r,
+        regions,
+        boundaries,
+        probes: probe_records,
+        output,
+        probes_file: outputs.probes.as_ref().map(|p| p.display().to_string()),
+        fields: names,
+    };
+    print_record(a.json, &rec)
+}
+
+/// Prints `rec`: one JSON object, or the text summary.
+fn print_record(json: bool, rec: &Record) -> Result<(), CliError> {
+    let r = rec.report;
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if json {
         // the record lists the warnings; stderr shows them to a person too
         for warning in &r.warnings {
             eprintln!("warning: {warning}");
         }
-        let rec = Record {
-            mesh: origin,
-            backend,
-            backend_note,
-            report: r,
-            regions,
-            boundaries,
-            probes: probe_records,
-            output,
-            probes_file: outputs.probes.as_ref().map(|p| p.display().to_string()),
-        };
-        serde_json::to_writer(&mut out, &rec)?;
+        serde_json::to_writer(&mut out, rec)?;
         writeln!(out)?;
         return Ok(());
     }
+    let (origin, backend) = (rec.mesh, &rec.backend);
+    let ranks = match rec.ranks {
+        1 => String::new(),
+        n => format!(", {n} ranks"),
+    };
     let what = if r.errors.is_some() {
         " (manufactured solution)"
     } else {
@@ -342,7 +370,7 @@ fn report(
     };
     writeln!(
         out,
-        "problem    {}{what}, P{} {} on {origin}",
+        "problem    {}{what}, P{} {} on {origin}{ranks}",
         r.problem, r.order, r.precision
     )?;
     writeln!(
@@ -360,7 +388,7 @@ fn report(
     }
     writeln!(out, ")")?;
     writeln!(out, "backend    {backend}")?;
-    if let Some(note) = &backend_note {
+    if let Some(note) = &rec.backend_note {
         writeln!(out, "note       {note}")?;
     }
     write!(out, "solver     {}: {}", r.solver, r.method)?;
@@ -413,7 +441,7 @@ fn report(
             format!("({})", s.join(", "))
         }
     };
-    for g in &regions {
+    for g in &rec.regions {
         writeln!(
             out,
             "region     {}: measure {:.6e}, ∫u {}",
@@ -422,7 +450,7 @@ fn report(
             vec(&g.integral)
         )?;
     }
-    for b in &boundaries {
+    for b in &rec.boundaries {
         write!(
             out,
             "boundary   {} [{}]: measure {:.6e}, ∫f1·n {}",
@@ -436,7 +464,7 @@ fn report(
         }
         writeln!(out)?;
     }
-    for p in &probe_records {
+    for p in &rec.probes {
         let vals: Vec<String> = p
             .values
             .iter()
@@ -459,19 +487,93 @@ fn report(
         "time       {:.3} s total: mesh {:.3}, setup {:.3}, assembly {:.3}, solve {:.3}, errors {:.3}, output {:.3}",
         t.total, t.mesh, t.setup, t.assembly, t.solve, t.errors, t.output
     )?;
-    let names: Vec<&str> = std::iter::once("u")
-        .chain(if r.errors.is_some() {
-            vec!["u_exact", "error"]
-        } else {
-            fields.iter().map(|f| f.name).collect()
-        })
-        .collect();
-    match &output {
-        Some(p) => writeln!(out, "output     {p} (fields {})", names.join(", "))?,
+    match &rec.output {
+        Some(p) => writeln!(out, "output     {p} (fields {})", rec.fields.join(", "))?,
         None => writeln!(out, "output     none (use --output FILE.vtu)")?,
     }
-    if let Some(p) = &outputs.probes {
-        writeln!(out, "probes     {}", p.display())?;
+    if let Some(p) = &rec.probes_file {
+        writeln!(out, "probes     {p}")?;
     }
     Ok(())
+}
+
+/// `mpirun -np N ferrofem solve FILE.toml`: the file's problem split over the ranks; rank
+/// 0 prints the report. An error on any rank ends the whole job (the other ranks may be
+/// waiting for it in an exchange).
+#[cfg(feature = "mpi")]
+fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
+    use ferrofem_dist::Communicator;
+    let path = a
+        .problem
+        .source
+        .file
+        .as_ref()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"));
+    let Some(path) = path else {
+        return Err(CliError::Usage(
+            "a solve on several ranks takes a problem file (FILE.toml)".into(),
+        ));
+    };
+    check_file_options(a)?;
+    let comm = ferrofem_dist::MpiComm::init().map_err(ferrofem_driver::PipelineError::from)?;
+    let rank = comm.rank();
+    let run = || -> Result<(), CliError> {
+        let file = ProblemFile::read(path)?;
+        let overrides = ferrofem_driver::SolveOverrides {
+            solver: a.solver,
+            rtol: a.rtol,
+            max_iter: (a.max_iter != DEFAULT_MAX_ITER).then_some(a.max_iter),
+            operator: a.operator,
+            preconditioner: a.preconditioner,
+            backend: a.backend,
+            vtu: a.output.clone(),
+        };
+        let s = ferrofem_driver::solve_file_on_ranks(&comm, &file, &overrides)?;
+        if rank != 0 {
+            return Ok(());
+        }
+        let origin = format!("{} ({})", s.origin, path.display());
+        let rec = Record {
+            mesh: &origin,
+            backend: "cpu".into(),
+            backend_note: s.backend_note.clone(),
+            ranks: comm.size(),
+            report: &s.report,
+            regions: s.regions.clone(),
+            boundaries: s.boundaries.clone(),
+            probes: s
+                .probes
+                .iter()
+                .map(|(name, x, row)| ProbeRecord {
+                    name: name.clone(),
+                    at: x[..s.dim].to_vec(),
+                    values: s
+                        .probe_columns
+                        .iter()
+                        .cloned()
+                        .zip(row.iter().copied())
+                        .collect(),
+                })
+                .collect(),
+            output: s.vtu.as_ref().map(|p| p.display().to_string()),
+            probes_file: s.probes_file.as_ref().map(|p| p.display().to_string()),
+            fields: s.fields.clone(),
+        };
+        print_record(a.json, &rec)
+    };
+    if let Err(e) = run() {
+        eprintln!("error (rank {rank} of {}): {e}", comm.size());
+        comm.abort(1);
+    }
+    Ok(())
+}
+
+/// Without MPI a launch on several ranks would solve the whole problem once per rank.
+#[cfg(not(feature = "mpi"))]
+fn run_on_ranks(_: &SolveArgs) -> Result<(), CliError> {
+    Err(CliError::Usage(
+        "started on several MPI ranks, but this ferrofem was built without MPI: build it with \
+         `cargo build --release --features mpi` (README, \"Several ranks\")"
+            .into(),
+    ))
 }

@@ -18,6 +18,7 @@
 //! - [`linear_system`]: the assembled system (what the CPU's direct solve factors);
 //!   [`export`]: its assembly for `ferrofem assemble` and its files (Matrix Market, dof
 //!   table).
+//! - [`solve_ranks`]: a problem file solved over MPI ranks (`mpirun -np N ferrofem solve`).
 //! - [`wave`]: the wave pipeline: a wave problem run by the spectral-element solver,
 //!   with its seismograms, snapshots and plots.
 //! - [`progress`]: the progress spinner of long runs.
@@ -47,6 +48,7 @@ pub mod report;
 mod seam;
 pub mod settings;
 pub mod solve;
+pub mod solve_ranks;
 mod terms;
 pub mod wave;
 
@@ -59,7 +61,9 @@ pub use file::{FileCase, FileError, ProblemFile};
 pub use gpu::assemble_problem_gpu;
 pub use linear_system::{BcMode, LinearSystem};
 pub use mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
-pub use model_setup::{own_problem, CasePhysics, ModelCase, ModelInput, ResolvedBoundary};
+pub use model_setup::{
+    own_problem, CasePhysics, ModelCase, ModelInput, PendingErrors, ResolvedBoundary,
+};
 pub use output::write_solution_vtu;
 pub use pipeline_error::PipelineError;
 pub use problem::{
@@ -69,3 +73,4 @@ pub use progress::{Progress, StepProgress};
 pub use report::{ErrorReport, NewtonReport, ResidualReport, Solution, SolveReport, Timings};
 pub use settings::{OperatorKind, Precision, Preconditioner, SolveSettings, SolverKind};
 pub use solve::{solve, solve_problem, solve_problem_with_fallback, solve_with_fallback};
+pub use solve_ranks::{solve_file_on_ranks, RanksSolution, SolveOverrides};

@@ -44,6 +44,18 @@ pub struct ResolvedBoundary {
     pub dofs: Vec<u32>,
 }
 
+/// Where a model is set up: on the whole mesh, or on one rank's part of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    WholeMesh,
+    Part,
+}
+
+/// The errors a part's set-up defers, one entry per check in the same order on every rank:
+/// a region no cell or facet of the part carries, a part without a Dirichlet condition.
+/// Each stands only where every rank's part raises it (the whole mesh then does too).
+pub type PendingErrors = Vec<Option<PipelineError>>;
+
 /// The physics of a model: configured from a problem file's data, or the user's own.
 #[derive(Clone, Debug)]
 pub enum CasePhysics {
@@ -219,7 +231,30 @@ fn resolve(mesh: &Mesh, r: &RegionRef, dim: usize, what: &str) -> Result<Boundar
 impl ModelInput {
     /// Sets the model up on `mesh` (errors located in `file` when given).
     pub fn setup(&self, mesh: &Mesh, file: Option<&ProblemFile>) -> Result<Problem, PipelineError> {
+        let (problem, _) = self.setup_in(mesh, file, Scope::WholeMesh)?;
+        Ok(problem)
+    }
+
+    /// Sets the model up on a rank's part `mesh`: as [`ModelInput::setup`], but a region
+    /// the part lacks is empty here and the checks that need the whole mesh are returned
+    /// (see [`PendingErrors`]). Every boundary condition has its entry in the problem's
+    /// model, in the file's order, on every rank.
+    pub fn setup_on_part(
+        &self,
+        mesh: &Mesh,
+        file: Option<&ProblemFile>,
+    ) -> Result<(Problem, PendingErrors), PipelineError> {
+        self.setup_in(mesh, file, Scope::Part)
+    }
+
+    fn setup_in(
+        &self,
+        mesh: &Mesh,
+        file: Option<&ProblemFile>,
+        scope: Scope,
+    ) -> Result<(Problem, PendingErrors), PipelineError> {
         mesh.validate()?;
+        let mut pending = PendingErrors::new();
         let d = mesh.dim();
         // materials → a region slot per cell; named groups override `all`
         let n = mesh.num_cells();
@@ -245,8 +280,17 @@ impl ModelInput {
                 }
                 continue;
             }
-            let group =
-                resolve(mesh, &m.region, d, "materials").map_err(|e| at(file, &m.span, e))?;
+            let group = match (resolve(mesh, &m.region, d, "materials"), scope) {
+                (Ok(group), _) => group,
+                (Err(e), Scope::WholeMesh) => return Err(at(file, &m.span, e)),
+                (Err(e), Scope::Part) => {
+                    pending.push(Some(at(file, &m.span, e)));
+                    continue;
+                }
+            };
+            if scope == Scope::Part {
+                pending.push(None);
+            }
             if named_tags.iter().any(|(t, _)| *t == group.tag) {
                 return Err(at(
                     file,
@@ -327,6 +371,8 @@ impl ModelInput {
             has_reaction,
             nonlinear,
             file,
+            scope,
+            pending,
         )
     }
 }
@@ -364,7 +410,7 @@ pub fn own_problem(
     // a g0 term (a reaction) makes the problem definite without Dirichlet conditions
     let definite = physics.jacobian_terms().g0;
     let nonlinear = !physics.is_linear();
-    finish(
+    let (problem, _) = finish(
         mesh,
         space,
         name,
@@ -374,11 +420,15 @@ pub fn own_problem(
         definite,
         nonlinear,
         None,
-    )
+        Scope::WholeMesh,
+        PendingErrors::new(),
+    )?;
+    Ok(problem)
 }
 
 /// Resolves `specs` on `space` and builds the problem of `physics` (see the module
 /// documentation); `definite`: the operator is definite without a Dirichlet condition.
+/// On a part, the checks that need the whole mesh are added to `pending`.
 #[allow(clippy::too_many_arguments)]
 fn finish(
     mesh: &Mesh,
@@ -390,7 +440,9 @@ fn finish(
     definite: bool,
     nonlinear: bool,
     file: Option<&ProblemFile>,
-) -> Result<Problem, PipelineError> {
+    scope: Scope,
+    mut pending: PendingErrors,
+) -> Result<(Problem, PendingErrors), PipelineError> {
     let d = mesh.dim();
     let ncomp = space.ncomp();
     let order = space.order();
@@ -402,8 +454,35 @@ fn finish(
     // Robin terms ∫ h φ_i φ_j as (row, column, value) triplets
     let mut robin: Vec<(u32, u32, f64)> = Vec::new();
     for b in specs {
-        let group = resolve(mesh, &b.region, d - 1, "boundary conditions")
-            .map_err(|e| at(file, &b.span, e))?;
+        let group = match (
+            resolve(mesh, &b.region, d - 1, "boundary conditions"),
+            scope,
+        ) {
+            (Ok(group), _) => {
+                if scope == Scope::Part {
+                    pending.push(None);
+                }
+                group
+            }
+            (Err(e), Scope::WholeMesh) => return Err(at(file, &b.span, e)),
+            (Err(e), Scope::Part) => {
+                // no facet of this part carries the group: the condition is empty here
+                pending.push(Some(at(file, &b.span, e)));
+                boundaries.push(ResolvedBoundary {
+                    group: BoundaryGroup {
+                        tag: match &b.region {
+                            RegionRef::Tag(t) => *t,
+                            _ => i32::MIN,
+                        },
+                        name: None,
+                    },
+                    condition: b.condition.clone(),
+                    facets: Vec::new(),
+                    dofs: Vec::new(),
+                });
+                continue;
+            }
+        };
         if boundaries.iter().any(|r| r.group.tag == group.tag) {
             return Err(at(
                 file,
@@ -419,7 +498,13 @@ fn finish(
         let mut dofs = Vec::new();
         match &b.condition {
             BoundaryCondition::Dirichlet(values) => {
-                let nodes = space.tagged_nodes(mesh, &[group.tag])?;
+                // a part may hold none of the group's facets (a named group is known
+                // to every part)
+                let nodes = if scope == Scope::Part && facets.is_empty() {
+                    Vec::new()
+                } else {
+                    space.tagged_nodes(mesh, &[group.tag])?
+                };
                 let mut vars = [0.0; MAX_VARIABLES];
                 for &node in &nodes {
                     let x = space.node_coord(node as usize);
@@ -522,8 +607,8 @@ fn finish(
     }
     constrained.sort_unstable();
     constrained.dedup();
-    if constrained.is_empty() && !definite && robin.is_empty() {
-        return Err(at(
+    let singular = (constrained.is_empty() && !definite && robin.is_empty()).then(|| {
+        at(
             file,
             &(0..0),
             format!(
@@ -535,7 +620,12 @@ fn finish(
                     "a rigid motion"
                 }
             ),
-        ));
+        )
+    });
+    match (singular, scope) {
+        (Some(e), Scope::WholeMesh) => return Err(e),
+        (singular, Scope::Part) => pending.push(singular),
+        (None, Scope::WholeMesh) => {}
     }
     let dirichlet_facets: Vec<(u32, u8)> = {
         let mut v: Vec<(u32, u8)> = boundaries
@@ -570,7 +660,7 @@ fn finish(
         ));
     }
     let space_dofs = space.num_dofs();
-    Ok(Problem {
+    let problem = Problem {
         space,
         dirichlet_dofs: constrained,
         boundary_values,
@@ -583,7 +673,8 @@ fn finish(
             natural_load,
             robin: csr_of(space_dofs, robin)?,
         })),
-    })
+    };
+    Ok((problem, pending))
 }
 
 /// Checks every region's coefficients (and source) at the vertices and centroid of each of

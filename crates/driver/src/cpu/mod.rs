@@ -40,6 +40,8 @@ mod linear;
 mod newton;
 mod robin;
 
+pub(crate) use robin::WithRobin;
+
 use crate::pipeline_error::PipelineError;
 use crate::seam::{Outcome, ProblemTraits, SolveBackend, SolveCase};
 use crate::settings::{OperatorKind, SolverKind};

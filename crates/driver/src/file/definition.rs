@@ -5,7 +5,7 @@ use super::conditions::ProbeSpec;
 use super::ProblemFile;
 use crate::backend::BackendArg;
 use crate::mesh_input::{LoadedMesh, MeshInput, MeshOrigin, Reorder};
-use crate::model_setup::ModelInput;
+use crate::model_setup::{ModelInput, PendingErrors};
 use crate::pipeline_error::PipelineError;
 use crate::problem::Problem;
 use crate::settings::{OperatorKind, Precision, Preconditioner, SolveSettings, SolverKind};
@@ -325,6 +325,27 @@ impl ProblemFile {
         mesh: &ferrofem_mesh::Mesh,
         def: &FileDefinition,
     ) -> Result<Problem, PipelineError> {
+        self.model_input(mesh, def)?.setup(mesh, Some(self))
+    }
+
+    /// The problem of this file on a rank's part `mesh` of the mesh `def.mesh` describes,
+    /// with the checks that need the whole mesh left to the caller
+    /// ([`ModelInput::setup_on_part`](crate::model_setup::ModelInput::setup_on_part)).
+    pub fn setup_on_part(
+        &self,
+        mesh: &ferrofem_mesh::Mesh,
+        def: &FileDefinition,
+    ) -> Result<(Problem, PendingErrors), PipelineError> {
+        self.model_input(mesh, def)?.setup_on_part(mesh, Some(self))
+    }
+
+    /// The file's model (materials and boundary conditions checked) for `mesh`'s
+    /// dimension.
+    fn model_input(
+        &self,
+        mesh: &ferrofem_mesh::Mesh,
+        def: &FileDefinition,
+    ) -> Result<ModelInput, PipelineError> {
         let dim = mesh.dim();
         let materials = self.materials(def.kind, dim, &def.constants)?;
         for m in &materials {
@@ -367,6 +388,6 @@ impl ProblemFile {
             materials,
             boundaries,
         };
-        input.setup(mesh, Some(self))
+        Ok(input)
     }
 }

@@ -3,6 +3,7 @@
 //! instead the strain, the stress (`f1`) and the von Mises stress. Each cell evaluates them at its own nodes from
 //! its polynomial, and every node takes the average over the cells that share it.
 
+use super::reduction::{Reduction, WholeMesh};
 use crate::model_setup::ModelCase;
 use crate::pipeline_error::PipelineError;
 use ferrofem_fe::LagrangeElement;
@@ -39,6 +40,18 @@ pub fn derived_fields(
     model: &ModelCase,
     u: &[f64],
 ) -> Result<Vec<DerivedField>, PipelineError> {
+    derived_fields_with(mesh, space, model, u, &WholeMesh)
+}
+
+/// [`derived_fields`] of a rank's part: a node's average is over the cells of every rank
+/// that holds it (`reduction` sums the cells' values and counts at shared nodes).
+pub fn derived_fields_with(
+    mesh: &Mesh,
+    space: &H1Space,
+    model: &ModelCase,
+    u: &[f64],
+    reduction: &dyn Reduction,
+) -> Result<Vec<DerivedField>, PipelineError> {
     let d = mesh.dim();
     let nc = space.ncomp();
     let element = space.element();
@@ -55,7 +68,7 @@ pub fn derived_fields(
     let per = 2 * nc * d + usize::from(elastic);
     let nn = space.num_nodes();
     let mut acc = vec![0.0; nn * per];
-    let mut count = vec![0u32; nn];
+    let mut count = vec![0.0f64; nn];
     let r = space.restriction();
     let (mut ue, mut du, mut f1) = (vec![0.0; nb * nc], vec![0.0; nc * d], vec![0.0; nc * d]);
     for cell in 0..mesh.num_cells() {
@@ -111,11 +124,13 @@ pub fn derived_fields(
                 let szz = p.out_of_plane_stress(slot as usize, x, &du);
                 o[2 * nc * d] += von_mises(d, &f1, szz);
             }
-            count[n as usize] += 1;
+            count[n as usize] += 1.0;
         }
     }
+    reduction.sum_shared(&mut acc, per)?;
+    reduction.sum_shared(&mut count, 1)?;
     for (n, &k) in count.iter().enumerate() {
-        let w = 1.0 / f64::from(k.max(1));
+        let w = 1.0 / k.max(1.0);
         acc[n * per..(n + 1) * per].iter_mut().for_each(|v| *v *= w);
     }
     let take = |offset: usize, comps: &[usize]| -> Vec<f64> {

@@ -7,9 +7,10 @@
 //! loads to the solver's tolerance). Where two Dirichlet groups share nodes, each reaction
 //! includes the shared nodes' residuals.
 
+use super::reduction::{Reduction, WholeMesh};
 use crate::file::BoundaryCondition;
 use crate::pipeline_error::PipelineError;
-use crate::problem::{facet_groups, Problem};
+use crate::problem::{facet_groups, BoundaryGroup, Problem};
 use ferrofem_fe::QuadratureRule;
 use ferrofem_geometry::{Jacobian, QuadGeometry};
 use ferrofem_mesh::Mesh;
@@ -41,6 +42,19 @@ pub fn boundary_integrals(
     problem: &Problem,
     u: &[f64],
 ) -> Result<Vec<BoundaryIntegral>, PipelineError> {
+    boundary_integrals_with(mesh, problem, u, &WholeMesh)
+}
+
+/// [`boundary_integrals`] of a rank's part, summed over the ranks by `reduction`: every
+/// group any rank's facets carry, its measure and flux summed over the ranks' facets, a
+/// reaction over the group's dofs with the residual summed at shared nodes, each dof
+/// counted on its owner.
+pub fn boundary_integrals_with(
+    mesh: &Mesh,
+    problem: &Problem,
+    u: &[f64],
+    reduction: &dyn Reduction,
+) -> Result<Vec<BoundaryIntegral>, PipelineError> {
     let Some(model) = problem.model() else {
         return Ok(Vec::new());
     };
@@ -62,10 +76,21 @@ pub fn boundary_integrals(
     for (r, n) in residual.iter_mut().zip(&model.natural_load) {
         *r -= n;
     }
+    reduction.sum_shared(&mut residual, nc)?;
     let r = space.restriction();
     let degree = 2 * space.order() + 2;
     let mut out = Vec::new();
-    for group in facet_groups(mesh) {
+    let tags = reduction.union_tags(facet_groups(mesh).iter().map(|g| g.tag).collect())?;
+    let fd = d - 1;
+    for tag in tags {
+        let group = BoundaryGroup {
+            tag,
+            name: mesh
+                .physical_names()
+                .iter()
+                .find(|n| n.dim == fd && n.tag == tag)
+                .map(|n| n.name.clone()),
+        };
         let facets: Vec<(u32, u8)> = located
             .iter()
             .filter(|(_, _, t)| *t == group.tag)
@@ -116,15 +141,31 @@ pub fn boundary_integrals(
                 flux[c] += p.weight * (0..d).map(|k| f1[c * d + k] * p.normal[k]).sum::<f64>();
             }
         })?;
-        let reaction = resolved
-            .filter(|b| matches!(b.condition, BoundaryCondition::Dirichlet(_)))
-            .map(|b| {
-                let mut sum = vec![0.0; nc];
-                for &dof in &b.dofs {
-                    sum[dof as usize % nc] += residual[dof as usize];
+        let mut sums = vec![measure];
+        sums.extend_from_slice(&flux);
+        reduction.sum_ranks(&mut sums)?;
+        measure = sums[0];
+        flux.copy_from_slice(&sums[1..]);
+        let reaction = match resolved.map(|b| (&b.condition, &b.dofs)) {
+            Some((BoundaryCondition::Dirichlet(_), dofs)) => {
+                // the group's dofs as every holder knows them (a rank may hold a dof of
+                // the group without its facet)
+                let mut in_group = vec![0.0; residual.len()];
+                for &dof in dofs {
+                    in_group[dof as usize] = 1.0;
                 }
-                sum
-            });
+                reduction.sum_shared(&mut in_group, nc)?;
+                let mut sum = vec![0.0; nc];
+                for (dof, &flag) in in_group.iter().enumerate() {
+                    if flag > 0.0 && reduction.counts_node(dof / nc) {
+                        sum[dof % nc] += residual[dof];
+                    }
+                }
+                reduction.sum_ranks(&mut sum)?;
+                Some(sum)
+            }
+            _ => None,
+        };
         out.push(BoundaryIntegral {
             group: group.to_string(),
             tag: group.tag,
@@ -154,6 +195,16 @@ pub fn region_integrals(
     mesh: &Mesh,
     problem: &Problem,
     u: &[f64],
+) -> Result<Vec<RegionIntegral>, PipelineError> {
+    region_integrals_with(mesh, problem, u, &WholeMesh)
+}
+
+/// [`region_integrals`] of a rank's part, summed over the ranks by `reduction`.
+pub fn region_integrals_with(
+    mesh: &Mesh,
+    problem: &Problem,
+    u: &[f64],
+    reduction: &dyn Reduction,
 ) -> Result<Vec<RegionIntegral>, PipelineError> {
     let Some(model) = problem.model() else {
         return Ok(Vec::new());
@@ -195,6 +246,13 @@ pub fn region_integrals(
                 }
             }
         }
+    }
+    for o in &mut out {
+        let mut sums = vec![o.measure];
+        sums.extend_from_slice(&o.integral);
+        reduction.sum_ranks(&mut sums)?;
+        o.measure = sums[0];
+        o.integral.copy_from_slice(&sums[1..]);
     }
     Ok(out)
 }

@@ -1,0 +1,238 @@
+//! `mpirun -np N ferrofem solve FILE.toml` (N = 2, 3, 4, `--oversubscribe`) against the
+//! serial `ferrofem solve FILE.toml` of the same file, for the examples: two layers of
+//! different conductivity (a Gmsh quadrilateral mesh, named regions, a line of probes), the
+//! plate with a hole (Gmsh triangles, P2 plane-strain elasticity, one-component Dirichlet
+//! conditions, tractions as expressions) and the cantilever (a generated hexahedral box,
+//! Q2 elasticity). The whole mesh's counts must be the serial ones; the solution at the
+//! probes and in the `.pvtu` pieces (checked by `scripts/check_pvtu.py` with meshio where
+//! `FERROFEM_CHECK_VTU=1`) must equal the serial solution to 1e-12 of its largest value;
+//! the derived fields at the probes, the region and boundary integrals (reactions
+//! included) to 1e-10 of their largest value (they differentiate a solution converged to
+//! the file's tolerance). What the ranks cannot do is refused with its reason.
+
+use super::wave::{mpirun_with, report};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// Example `name` copied into a fresh folder (its mesh read where it is), so that its
+/// `out/` files are written there.
+fn example_in(name: &str, label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "ferrofem-mpi-solve-{name}-{label}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let meshes = examples().join("meshes");
+    let text = std::fs::read_to_string(examples().join(format!("{name}.toml")))
+        .expect("the example")
+        .replace("\"meshes/", &format!("\"{}/", meshes.display()));
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).expect("write the problem");
+    path
+}
+
+/// The largest difference between `a` and `b` over the largest value of `b`.
+fn relative_difference(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = a
+        .iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+    if scale > 0.0 {
+        diff / scale
+    } else {
+        diff
+    }
+}
+
+/// Every number of `key` (a number or a list of numbers) over the entries of `list`.
+fn numbers(list: &Value, key: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for entry in list.as_array().expect("a list") {
+        match &entry[key] {
+            Value::Number(n) => out.push(n.as_f64().unwrap()),
+            Value::Array(v) => out.extend(v.iter().map(|x| x.as_f64().unwrap())),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The probes' values of the columns of field `field` (`u`, `u_0`, `stress_2`, ...).
+fn probe_field(r: &Value, field: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for p in r["probes"].as_array().expect("probes") {
+        for pair in p["values"].as_array().expect("values") {
+            let column = pair[0].as_str().unwrap();
+            let base = column
+                .rsplit_once('_')
+                .filter(|(_, k)| k.parse::<usize>().is_ok())
+                .map_or(column, |(b, _)| b);
+            if base == field {
+                out.push(pair[1].as_f64().unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_examples_solved_on_ranks_equal_the_serial_solve() {
+    for (name, derived) in [
+        ("two_layers", &["grad_u", "flux"][..]),
+        ("plate_hole", &["strain", "stress", "von_mises"][..]),
+        ("cantilever", &["strain", "stress", "von_mises"][..]),
+    ] {
+        let serial_file = example_in(name, "serial");
+        let serial = Command::new(env!("CARGO_BIN_EXE_ferrofem"))
+            .args(["solve", "--json", "--backend", "cpu"])
+            .arg(&serial_file)
+            .output()
+            .expect("run ferrofem");
+        let serial = report(&serial, &format!("{name}: the serial solve"));
+        assert_eq!(serial["ranks"], 1);
+        for np in [2, 3, 4] {
+            let file = example_in(name, &format!("np{np}"));
+            let run = mpirun_with(np, &["solve", "--json", &file.display().to_string()], &[]);
+            let r = report(&run, &format!("{name}: mpirun -np {np}"));
+            let label = format!("{name} on {np} ranks");
+            assert_eq!(r["ranks"], np, "{label}");
+            assert_eq!(r["backend"], "cpu", "{label}");
+            for key in [
+                "cells",
+                "vertices",
+                "dofs",
+                "free_dofs",
+                "natural_facets",
+                "order",
+            ] {
+                assert_eq!(r[key], serial[key], "{label}: {key}");
+            }
+            let its = (
+                r["iterations"].as_i64().unwrap(),
+                serial["iterations"].as_i64().unwrap(),
+            );
+            assert!((its.0 - its.1).abs() <= 2, "{label}: iterations {its:?}");
+            let relative = r["residual"]["relative"].as_f64().unwrap();
+            assert!(relative <= 1e-10, "{label}: relative residual {relative}");
+
+            let u = relative_difference(&probe_field(&r, "u"), &probe_field(&serial, "u"));
+            assert!(u <= 1e-12, "{label}: u at the probes differs by {u:e}");
+            let mut worst = vec![("u at the probes".to_string(), u)];
+            for field in derived {
+                let d = relative_difference(&probe_field(&r, field), &probe_field(&serial, field));
+                worst.push((format!("{field} at the probes"), d));
+            }
+            for (list, key) in [
+                ("regions", "measure"),
+                ("regions", "integral"),
+                ("boundaries", "measure"),
+                ("boundaries", "normal_flux"),
+                ("boundaries", "reaction"),
+            ] {
+                assert_eq!(
+                    r[list].as_array().map(Vec::len),
+                    serial[list].as_array().map(Vec::len),
+                    "{label}: {list}"
+                );
+                let d = relative_difference(&numbers(&r[list], key), &numbers(&serial[list], key));
+                worst.push((format!("{list} {key}"), d));
+            }
+            for (what, d) in &worst {
+                assert!(*d <= 1e-10, "{label}: {what} differs by {d:e}");
+            }
+            let text: Vec<String> = worst
+                .iter()
+                .map(|(what, d)| format!("{what} {d:.1e}"))
+                .collect();
+            println!("{label}: {}", text.join(", "));
+            check_pieces(&file, &serial_file, name, np, derived);
+        }
+    }
+}
+
+/// The `.pvtu` lists `np` pieces that exist; where meshio is at hand, the solution in them
+/// equals the serial file's to 1e-12 of its largest value at every node, and the derived
+/// fields to 1e-10.
+fn check_pieces(file: &Path, serial_file: &Path, name: &str, np: usize, derived: &[&str]) {
+    let out = file.parent().unwrap().join("out");
+    let pvtu = out.join(format!("{name}.pvtu"));
+    let text = std::fs::read_to_string(&pvtu).expect("the .pvtu");
+    for r in 0..np {
+        let piece = format!("{name}_p{r}.vtu");
+        assert!(text.contains(&format!("Source=\"{piece}\"")), "{piece}");
+        assert!(out.join(&piece).is_file(), "{piece} was not written");
+    }
+    if std::env::var("FERROFEM_CHECK_VTU").as_deref() != Ok("1") {
+        eprintln!("pieces not compared: set FERROFEM_CHECK_VTU=1 (python3 with meshio)");
+        return;
+    }
+    let serial = serial_file
+        .parent()
+        .unwrap()
+        .join("out")
+        .join(format!("{name}.vtu"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check_pvtu.py");
+    for (field, tol) in std::iter::once(("u", 1e-12)).chain(derived.iter().map(|f| (*f, 1e-10))) {
+        let check = Command::new("python3")
+            .arg(&script)
+            .arg(&pvtu)
+            .arg(&serial)
+            .args([field, &format!("{tol:e}")])
+            .output()
+            .expect("python3");
+        let text = String::from_utf8_lossy(&check.stdout);
+        assert!(
+            check.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        print!("{text}");
+    }
+}
+
+/// What the ranks refuse, and an error found on the ranks, each end the job with its
+/// message.
+#[test]
+fn what_the_ranks_cannot_solve_is_refused_with_its_reason() {
+    let file = example_in("two_layers", "refused");
+    let path = file.display().to_string();
+    let refused = |args: &[&str], expected: &str| {
+        let run = mpirun_with(2, args, &[]);
+        assert!(!run.status.success(), "{args:?} ran");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        stderr.contains("(rank ")
+    };
+    assert!(refused(
+        &["solve", &path, "--backend", "cuda"],
+        "runs on the CPU"
+    ));
+    assert!(refused(
+        &["solve", &path, "--solver", "direct"],
+        "use pcg, cg or gmres"
+    ));
+    assert!(refused(
+        &["solve", &path, "--operator", "assembled"],
+        "matrix-free"
+    ));
+    // refused before MPI starts, by every rank alike
+    refused(&["solve", "--box", "quad:4x4"], "takes a problem file");
+    // a condition on a group no rank's facets carry, and no Dirichlet condition at all:
+    // each is the serial command's error, raised once every rank's part has been asked
+    let text = std::fs::read_to_string(&file).expect("the problem");
+    std::fs::write(&file, text.replace("region = \"cold\"", "region = 77")).expect("write");
+    assert!(refused(&["solve", &path], "no physical group `77`"));
+    let floating = text
+        .replace("dirichlet = 100.0", "neumann = 1.0")
+        .replace("dirichlet = 0.0", "neumann = -1.0");
+    std::fs::write(&file, floating).expect("write");
+    assert!(refused(&["solve", &path], "singular"));
+}
