@@ -10,3 +10,19 @@ pub fn peak_resident_bytes() -> Option<u64> {
     // (Linux reports kibibytes)
     (status == 0 && usage.ru_maxrss > 0).then(|| usage.ru_maxrss as u64 * 1024)
 }
+
+/// The report's line on the peak resident memory of each rank (`memory`, bytes; none when
+/// empty): rank 0 read the mesh, so it is given apart from the others' largest.
+pub fn memory_line(memory: &[u64]) -> Option<String> {
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    match memory {
+        [] => None,
+        [one] => Some(format!("peak resident {:.0} MiB", mib(*one))),
+        [first, rest @ ..] => Some(format!(
+            "peak resident per rank: {:.0} MiB on rank 0 (reads the mesh), at most {:.0} MiB \
+             on the others",
+            mib(*first),
+            mib(rest.iter().copied().max().unwrap_or(0))
+        )),
+    }
+}

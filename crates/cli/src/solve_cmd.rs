@@ -87,6 +87,8 @@ struct Record<'a> {
     /// The fields in the output file.
     #[serde(skip)]
     fields: Vec<&'static str>,
+    /// Peak resident memory of each rank, bytes.
+    peak_memory_per_rank: Vec<u64>,
 }
 
 /// One probe point's values.
@@ -341,6 +343,9 @@ fn report(
         output,
         probes_file: outputs.probes.as_ref().map(|p| p.display().to_string()),
         fields: names,
+        peak_memory_per_rank: crate::peak_memory::peak_resident_bytes()
+            .into_iter()
+            .collect(),
     };
     print_record(a.json, &rec)
 }
@@ -482,6 +487,9 @@ fn print_record(json: bool, rec: &Record) -> Result<(), CliError> {
         writeln!(out, "warning    {warning}")?;
     }
     let t = &r.timings;
+    if let Some(line) = crate::peak_memory::memory_line(&rec.peak_memory_per_rank) {
+        writeln!(out, "memory     {line}")?;
+    }
     writeln!(
         out,
         "time       {:.3} s total: mesh {:.3}, setup {:.3}, assembly {:.3}, solve {:.3}, errors {:.3}, output {:.3}",
@@ -529,6 +537,10 @@ fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
             vtu: a.output.clone(),
         };
         let s = ferrofem_driver::solve_file_on_ranks(&comm, &file, &overrides)?;
+        let own = crate::peak_memory::peak_resident_bytes().unwrap_or(0);
+        let memory = comm
+            .gather_all(own)
+            .map_err(ferrofem_driver::PipelineError::from)?;
         if rank != 0 {
             return Ok(());
         }
@@ -558,6 +570,7 @@ fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
             output: s.vtu.as_ref().map(|p| p.display().to_string()),
             probes_file: s.probes_file.as_ref().map(|p| p.display().to_string()),
             fields: s.fields.clone(),
+            peak_memory_per_rank: memory,
         };
         print_record(a.json, &rec)
     };

@@ -393,17 +393,8 @@ fn print_report(
         r.setup_seconds, r.step_seconds, r.seconds_per_element_step, r.output_seconds
     )?;
     writeln!(out, "energy     {:.6e} at the end", r.energy)?;
-    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-    match memory {
-        [] => {}
-        [one] => writeln!(out, "memory     peak resident {:.0} MiB", mib(*one))?,
-        [first, rest @ ..] => writeln!(
-            out,
-            "memory     peak resident per rank: {:.0} MiB on rank 0 (reads the mesh), at most \
-             {:.0} MiB on the others",
-            mib(*first),
-            mib(rest.iter().copied().max().unwrap_or(0))
-        )?,
+    if let Some(line) = crate::peak_memory::memory_line(memory) {
+        writeln!(out, "memory     {line}")?;
     }
     writeln!(
         out,

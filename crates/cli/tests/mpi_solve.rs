@@ -104,6 +104,11 @@ fn the_examples_solved_on_ranks_equal_the_serial_solve() {
             let r = report(&run, &format!("{name}: mpirun -np {np}"));
             let label = format!("{name} on {np} ranks");
             assert_eq!(r["ranks"], np, "{label}");
+            let memory = r["peak_memory_per_rank"]
+                .as_array()
+                .expect("memory per rank");
+            assert_eq!(memory.len(), np, "{label}");
+            assert!(memory.iter().all(|m| m.as_u64().is_some_and(|b| b > 0)));
             assert_eq!(r["backend"], "cpu", "{label}");
             for key in [
                 "cells",
