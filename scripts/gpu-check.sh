@@ -103,6 +103,32 @@ print(f"slowest new/base: {worst:.3f}")
 PY
 }
 
+# Runs "${@:2}" with its standard output appended to file $1, for at most $RANKS_LIMIT
+# seconds (default 240): a run still going then has stalled, and the state of every thread
+# of every ferrofem process (name, state, kernel wait channel, system call) is printed
+# before they are killed.
+watched() {
+  local log=$1; shift
+  "$@" >> "$log" &
+  local pid=$! t=0
+  while kill -0 $pid 2> /dev/null; do
+    sleep 1; t=$((t + 1))
+    if [ $t -ge "${RANKS_LIMIT:-240}" ]; then
+      echo "STALLED after ${t}s: $*"
+      for p in $(pgrep -x ferrofem); do
+        echo " pid $p"
+        for task in /proc/$p/task/*; do
+          echo "  $(basename "$task") $(cat "$task/comm") $(awk '{print $3}' "$task/stat") \
+wchan=$(cat "$task/wchan") syscall=$(cut -d' ' -f1-3 "$task/syscall")"
+        done
+      done
+      pkill -9 -x ferrofem; kill -9 $pid 2> /dev/null; wait $pid 2> /dev/null
+      return 1
+    fi
+  done
+  wait $pid
+}
+
 # `ferrofem wave` on one GPU and `mpirun -np 2` with each halo transport, the elastic box
 # example at the weak sizes (48³ per GPU) and the strong one (64³), f64 and f32; then the
 # BP3.5 solve (p = 6) at 2·10⁷ DoFs per GPU (weak) and 4·10⁷ in all (strong).
@@ -119,8 +145,9 @@ ranks() {
         if [ "$3" = 1 ]; then run=("$BIN/ferrofem"); t=one; else
           run=(env FERROFEM_GPU_EXCHANGE=$t mpirun --bind-to none -np 2 -x FERROFEM_GPU_EXCHANGE "$BIN/ferrofem"); fi
         echo "== wave $1 $prec on $3 GPU(s) ($t)"
-        "${run[@]}" wave "$box" --backend cuda --precision $prec --json | tee -a "$OUT/ranks-wave.jsonl" \
-          || status=1
+        watched "$OUT/ranks-wave.jsonl" "${run[@]}" wave "$box" --backend cuda --precision $prec \
+          --json || status=1
+        tail -n 1 "$OUT/ranks-wave.jsonl"
         [ "$3" = 1 ] && break
       done
     done
