@@ -14,6 +14,7 @@ mod mesh_cmd;
 mod mesh_source;
 mod peak_memory;
 mod problem_args;
+mod ranks;
 mod solve_cmd;
 mod wave_cmd;
 

@@ -537,10 +537,7 @@ fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
             vtu: a.output.clone(),
         };
         let s = ferrofem_driver::solve_file_on_ranks(&comm, &file, &overrides)?;
-        let own = crate::peak_memory::peak_resident_bytes().unwrap_or(0);
-        let memory = comm
-            .gather_all(own)
-            .map_err(ferrofem_driver::PipelineError::from)?;
+        let memory = crate::ranks::peak_memory_of_ranks(&comm)?;
         if rank != 0 {
             return Ok(());
         }
@@ -574,19 +571,12 @@ fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
         };
         print_record(a.json, &rec)
     };
-    if let Err(e) = run() {
-        eprintln!("error (rank {rank} of {}): {e}", comm.size());
-        comm.abort(1);
-    }
+    crate::ranks::run_or_abort(&comm, run);
     Ok(())
 }
 
 /// Without MPI a launch on several ranks would solve the whole problem once per rank.
 #[cfg(not(feature = "mpi"))]
 fn run_on_ranks(_: &SolveArgs) -> Result<(), CliError> {
-    Err(CliError::Usage(
-        "started on several MPI ranks, but this ferrofem was built without MPI: build it with \
-         `cargo build --release --features mpi` (README, \"Several ranks\")"
-            .into(),
-    ))
+    Err(crate::ranks::without_mpi())
 }

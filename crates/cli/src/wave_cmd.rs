@@ -171,30 +171,20 @@ fn run_on_ranks(a: &WaveArgs) -> Result<(), CliError> {
         if let Some(b) = &bar {
             b.finish();
         }
-        let own = crate::peak_memory::peak_resident_bytes().unwrap_or(0);
-        let memory = comm
-            .gather_all(own)
-            .map_err(ferrofem_driver::PipelineError::from)?;
+        let memory = crate::ranks::peak_memory_of_ranks(&*comm)?;
         if rank == 0 {
             print_report(a, &origin, &report, &memory)?;
         }
         Ok(())
     };
-    if let Err(e) = run() {
-        eprintln!("error (rank {rank} of {}): {e}", comm.size());
-        comm.abort(1);
-    }
+    crate::ranks::run_or_abort(&comm, run);
     Ok(())
 }
 
 /// Without MPI a launch on several ranks would run the whole problem once per rank.
 #[cfg(not(feature = "mpi"))]
 fn run_on_ranks(_: &WaveArgs) -> Result<(), CliError> {
-    Err(CliError::Usage(
-        "started on several MPI ranks, but this ferrofem was built without MPI: build it with \
-         `cargo build --release --features mpi` (README, \"Several ranks\")"
-            .into(),
-    ))
+    Err(crate::ranks::without_mpi())
 }
 
 /// With a problem file, only the precision, the backend and `--json` may be given.

@@ -10,7 +10,7 @@
 //! included) to 1e-10 of their largest value (they differentiate a solution converged to
 //! the file's tolerance). What the ranks cannot do is refused with its reason.
 
-use super::wave::{mpirun_with, report};
+use super::wave::{check_pvtu, mpirun_with, report};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -184,22 +184,8 @@ fn check_pieces(file: &Path, serial_file: &Path, name: &str, np: usize, derived:
         .unwrap()
         .join("out")
         .join(format!("{name}.vtu"));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check_pvtu.py");
     for (field, tol) in std::iter::once(("u", 1e-12)).chain(derived.iter().map(|f| (*f, 1e-10))) {
-        let check = Command::new("python3")
-            .arg(&script)
-            .arg(&pvtu)
-            .arg(&serial)
-            .args([field, &format!("{tol:e}")])
-            .output()
-            .expect("python3");
-        let text = String::from_utf8_lossy(&check.stdout);
-        assert!(
-            check.status.success(),
-            "{text}{}",
-            String::from_utf8_lossy(&check.stderr)
-        );
-        print!("{text}");
+        check_pvtu(&pvtu, &serial, field, tol);
     }
 }
 

@@ -216,23 +216,34 @@ fn check_snapshots(out: &Path, serial_out: &Path, np: usize, tol: f64) {
         eprintln!("snapshot fields not compared: set FERROFEM_CHECK_VTU=1 (python3 with meshio)");
         return;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check_pvtu.py");
     for step in [200, 460] {
-        let check = Command::new("python3")
-            .arg(&script)
-            .arg(out.join(format!("field_{step:07}.pvtu")))
-            .arg(serial_out.join(format!("field_{step:07}.vtu")))
-            .args(["u", &format!("{tol:e}")])
-            .output()
-            .expect("python3");
-        let text = String::from_utf8_lossy(&check.stdout);
-        assert!(
-            check.status.success(),
-            "{text}{}",
-            String::from_utf8_lossy(&check.stderr)
+        check_pvtu(
+            &out.join(format!("field_{step:07}.pvtu")),
+            &serial_out.join(format!("field_{step:07}.vtu")),
+            "u",
+            tol,
         );
-        print!("{text}");
     }
+}
+
+/// `scripts/check_pvtu.py`: the point field `field` of the pieces of `pvtu` equals the
+/// serial file's at every node to `tol` of its largest value (meshio reads both).
+pub(crate) fn check_pvtu(pvtu: &Path, serial: &Path, field: &str, tol: f64) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check_pvtu.py");
+    let check = Command::new("python3")
+        .arg(&script)
+        .arg(pvtu)
+        .arg(serial)
+        .args([field, &format!("{tol:e}")])
+        .output()
+        .expect("python3");
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    print!("{text}");
 }
 
 #[test]

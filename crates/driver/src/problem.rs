@@ -520,20 +520,23 @@ fn coefficient(mesh: &Mesh, options: &ProblemOptions) -> Result<Coefficient, Pip
 /// The facet groups (physical groups of dimension `d − 1` that tag facets of the mesh),
 /// sorted by tag, with their names where the mesh has them.
 pub fn facet_groups(mesh: &Mesh) -> Vec<BoundaryGroup> {
-    let fd = mesh.dim() - 1;
     let mut tags: Vec<i32> = mesh.facets().tags.clone();
     tags.sort_unstable();
     tags.dedup();
-    tags.into_iter()
-        .map(|tag| BoundaryGroup {
-            tag,
-            name: mesh
-                .physical_names()
-                .iter()
-                .find(|n| n.dim == fd && n.tag == tag)
-                .map(|n| n.name.clone()),
-        })
-        .collect()
+    tags.into_iter().map(|tag| facet_group(mesh, tag)).collect()
+}
+
+/// The facet group `tag` of `mesh`, with its physical name where the mesh has one.
+pub fn facet_group(mesh: &Mesh, tag: i32) -> BoundaryGroup {
+    let fd = mesh.dim() - 1;
+    BoundaryGroup {
+        tag,
+        name: mesh
+            .physical_names()
+            .iter()
+            .find(|n| n.dim == fd && n.tag == tag)
+            .map(|n| n.name.clone()),
+    }
 }
 
 /// Resolves `--dirichlet` items (names of physical groups of dimension `d − 1`, or numeric

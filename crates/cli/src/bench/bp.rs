@@ -458,11 +458,7 @@ fn run_on_ranks(name: BpName, a: &BpArgs) -> Result<(), CliError> {
 /// Without MPI a launch on several ranks would run the whole bench once per rank.
 #[cfg(not(feature = "mpi"))]
 fn run_on_ranks(_: BpName, _: &BpArgs) -> Result<(), CliError> {
-    Err(CliError::Usage(
-        "started on several MPI ranks, but this ferrofem was built without MPI: build it with \
-         `cargo build --release --features mpi` (README, \"Several ranks\")"
-            .into(),
-    ))
+    Err(crate::ranks::without_mpi())
 }
 
 /// Sorts a mesh's cells for a kernel, given how they are arranged.

@@ -10,7 +10,7 @@
 use super::reduction::{Reduction, WholeMesh};
 use crate::file::BoundaryCondition;
 use crate::pipeline_error::PipelineError;
-use crate::problem::{facet_groups, BoundaryGroup, Problem};
+use crate::problem::{facet_group, facet_groups, Problem};
 use ferrofem_fe::QuadratureRule;
 use ferrofem_geometry::{Jacobian, QuadGeometry};
 use ferrofem_mesh::Mesh;
@@ -81,16 +81,8 @@ pub fn boundary_integrals_with(
     let degree = 2 * space.order() + 2;
     let mut out = Vec::new();
     let tags = reduction.union_tags(facet_groups(mesh).iter().map(|g| g.tag).collect())?;
-    let fd = d - 1;
     for tag in tags {
-        let group = BoundaryGroup {
-            tag,
-            name: mesh
-                .physical_names()
-                .iter()
-                .find(|n| n.dim == fd && n.tag == tag)
-                .map(|n| n.name.clone()),
-        };
+        let group = facet_group(mesh, tag);
         let facets: Vec<(u32, u8)> = located
             .iter()
             .filter(|(_, _, t)| *t == group.tag)

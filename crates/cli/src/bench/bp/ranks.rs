@@ -102,7 +102,7 @@ pub(super) fn run(name: BpName, a: &BpArgs) -> Result<(), CliError> {
         ));
     }
     let comm = Arc::new(MpiComm::init().map_err(ferrofem_driver::PipelineError::from)?);
-    let result = (|| -> Result<(), CliError> {
+    crate::ranks::run_or_abort(&comm, || -> Result<(), CliError> {
         let backend = select_for_rank(a.backend, comm.node_rank())?;
         let copy_gbs = comm.sum(copy_bandwidth(&backend)?)?;
         for &p in &a.order.0 {
@@ -114,12 +114,7 @@ pub(super) fn run(name: BpName, a: &BpArgs) -> Result<(), CliError> {
             }
         }
         Ok(())
-    })();
-    // an error on any rank ends the job with its message (the others may wait on it)
-    if let Err(e) = result {
-        eprintln!("error (rank {} of {}): {e}", comm.rank(), comm.size());
-        comm.abort(1);
-    }
+    });
     Ok(())
 }
 
