@@ -112,9 +112,8 @@ impl<T: GpuReal, A: GpuLinearOperator<T>> GpuLinearOperator<T> for Constrained<'
     fn apply_device(&self, x: &DeviceVec<T>, y: &mut DeviceVec<T>) -> Result<(), GpuError> {
         self.op.apply_device(x, y)?;
         if self.scale != T::one() {
-            let mut tmp = DeviceVec::zeros(self.blas.device(), y.len(), "scaled operator output")?;
-            self.blas.axpy(self.scale, y, &mut tmp)?;
-            y.copy_from(&tmp)?;
+            // in place: one pass over y, no buffer per application
+            self.blas.scale(self.scale, y)?;
         }
         if let Some(d) = &self.dofs {
             self.blas.copy_indices(x, y, d)?;
