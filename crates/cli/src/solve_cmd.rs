@@ -523,7 +523,9 @@ fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
         ));
     };
     check_file_options(a)?;
-    let comm = ferrofem_dist::MpiComm::init().map_err(ferrofem_driver::PipelineError::from)?;
+    let comm = std::sync::Arc::new(
+        ferrofem_dist::MpiComm::init().map_err(ferrofem_driver::PipelineError::from)?,
+    );
     let rank = comm.rank();
     let run = || -> Result<(), CliError> {
         let file = ProblemFile::read(path)?;
@@ -537,14 +539,14 @@ fn run_on_ranks(a: &SolveArgs) -> Result<(), CliError> {
             vtu: a.output.clone(),
         };
         let s = ferrofem_driver::solve_file_on_ranks(&comm, &file, &overrides)?;
-        let memory = crate::ranks::peak_memory_of_ranks(&comm)?;
+        let memory = crate::ranks::peak_memory_of_ranks(&*comm)?;
         if rank != 0 {
             return Ok(());
         }
         let origin = format!("{} ({})", s.origin, path.display());
         let rec = Record {
             mesh: &origin,
-            backend: "cpu".into(),
+            backend: s.backend.into(),
             backend_note: s.backend_note.clone(),
             ranks: comm.size(),
             report: &s.report,

@@ -9,6 +9,11 @@
 //! the derived fields at the probes, the region and boundary integrals (reactions
 //! included) to 1e-10 of their largest value (they differentiate a solution converged to
 //! the file's tolerance). What the ranks cannot do is refused with its reason.
+//!
+//! Where a GPU is present, the ranks solve on it (`--backend cuda`, and `auto`): a
+//! hexahedral Poisson file (the bake-off kernel) and the plate with a hole (the residual
+//! kernel, two components) on 2 and 3 ranks against the serial CPU solve, the solution at
+//! the probes to 1e-9 of its largest value (both solved to `rtol` 1e-12).
 
 use super::wave::{check_pvtu, mpirun_with, report};
 use serde_json::Value;
@@ -100,7 +105,8 @@ fn the_examples_solved_on_ranks_equal_the_serial_solve() {
         assert_eq!(serial["ranks"], 1);
         for np in [2, 3, 4] {
             let file = example_in(name, &format!("np{np}"));
-            let run = mpirun_with(np, &["solve", "--json", &file.display().to_string()], &[]);
+            let path = file.display().to_string();
+            let run = mpirun_with(np, &["solve", "--json", "--backend", "cpu", &path], &[]);
             let r = report(&run, &format!("{name}: mpirun -np {np}"));
             let label = format!("{name} on {np} ranks");
             assert_eq!(r["ranks"], np, "{label}");
@@ -202,9 +208,14 @@ fn what_the_ranks_cannot_solve_is_refused_with_its_reason() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         stderr.contains("(rank ")
     };
+    // quadrilaterals have no matrix-free GPU kernel; without a GPU, no GPU is usable
     assert!(refused(
         &["solve", &path, "--backend", "cuda"],
-        "runs on the CPU"
+        if Path::new("/dev/nvidiactl").exists() {
+            "matrix-free GPU solve covers"
+        } else {
+            "no GPU is usable"
+        }
     ));
     assert!(refused(
         &["solve", &path, "--solver", "direct"],
@@ -226,4 +237,123 @@ fn what_the_ranks_cannot_solve_is_refused_with_its_reason() {
         .replace("dirichlet = 0.0", "neumann = -1.0");
     std::fs::write(&file, floating).expect("write");
     assert!(refused(&["solve", &path], "singular"));
+}
+
+/// A Poisson problem on a perturbed hexahedral box (the bake-off kernel on the GPU): a
+/// constant κ ≠ 1, a source, two Dirichlet faces, a flux through a third, probes on a line.
+const HEX_POISSON: &str = r#"
+[mesh]
+box = "hex:6x5x4,perturb=0.15,seed=4"
+order = 3
+
+[problem]
+kind = "poisson"
+source = "1 + x*y"
+
+[[material]]
+region = "all"
+kappa = 2.5
+
+[[boundary]]
+region = "xmin"
+dirichlet = 1.0
+[[boundary]]
+region = "xmax"
+dirichlet = 0.0
+[[boundary]]
+region = "ymin"
+neumann = 0.5
+
+[[probe]]
+name = "line"
+line = { from = [0.05, 0.3, 0.4], to = [0.95, 0.6, 0.7], count = 9 }
+
+[output]
+vtu = "out/hex_poisson.vtu"
+"#;
+
+#[test]
+fn the_ranks_solve_on_their_gpus_as_the_serial_cpu_solve() {
+    if !Path::new("/dev/nvidiactl").exists() {
+        eprintln!("no NVIDIA GPU here: the GPU ranks are not run");
+        return;
+    }
+    let hex_poisson = |label: &str| {
+        let dir = std::env::temp_dir().join(format!(
+            "ferrofem-mpi-solve-hex-{label}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("hex_poisson.toml");
+        std::fs::write(&path, HEX_POISSON).expect("write the problem");
+        path
+    };
+    type Maker<'a> = &'a dyn Fn(&str) -> PathBuf;
+    let plate = |label: &str| example_in("plate_hole", &format!("gpu-{label}"));
+    let cases: [(&str, Maker, &str); 2] = [
+        ("hex Poisson", &hex_poisson, "BP3"),
+        ("plate with a hole", &plate, "residual kernel"),
+    ];
+    for (name, make, kernel) in cases {
+        let serial_file = make("serial");
+        let serial = Command::new(env!("CARGO_BIN_EXE_ferrofem"))
+            .args(["solve", "--json", "--backend", "cpu", "--rtol", "1e-12"])
+            .arg(&serial_file)
+            .output()
+            .expect("run ferrofem");
+        let serial = report(&serial, &format!("{name}: the serial solve"));
+        for (np, backend, transport) in [
+            (2, "cuda", None),
+            (2, "cuda", Some("host")),
+            (3, "cuda", None),
+            (2, "auto", None),
+        ] {
+            let label = format!("{name} on {np} ranks ({backend}, {transport:?})");
+            let file = make(&format!(
+                "np{np}-{backend}-{}",
+                transport.unwrap_or("default")
+            ));
+            let path = file.display().to_string();
+            let vars: Vec<(&str, &str)> = transport
+                .map(|t| ("FERROFEM_GPU_EXCHANGE", t))
+                .into_iter()
+                .collect();
+            let args = [
+                "solve",
+                "--json",
+                "--backend",
+                backend,
+                "--rtol",
+                "1e-12",
+                &path,
+            ];
+            let r = report(&mpirun_with(np, &args, &vars), &label);
+            assert_eq!(r["backend"], "cuda", "{label}: {}", r["backend_note"]);
+            let method = r["method"].as_str().unwrap_or_default();
+            assert!(method.contains(kernel), "{label}: {method}");
+            if transport == Some("host") {
+                assert!(method.contains("host memory"), "{label}: {method}");
+            }
+            for key in ["cells", "vertices", "dofs", "free_dofs", "natural_facets"] {
+                assert_eq!(r[key], serial[key], "{label}: {key}");
+            }
+            let relative = r["residual"]["relative"].as_f64().unwrap();
+            assert!(relative <= 1e-12, "{label}: relative residual {relative}");
+            let its = (
+                r["iterations"].as_f64().unwrap(),
+                serial["iterations"].as_f64().unwrap(),
+            );
+            assert!(
+                (its.0 - its.1).abs() <= 0.05 * its.1 + 2.0,
+                "{label}: iterations {its:?}"
+            );
+            let u = relative_difference(&probe_field(&r, "u"), &probe_field(&serial, "u"));
+            println!(
+                "{label}: {} iterations (serial {}), u at the probes {u:.1e}; {method}",
+                its.0, its.1
+            );
+            assert!(u <= 1e-9, "{label}: u at the probes differs by {u:e}");
+        }
+    }
 }

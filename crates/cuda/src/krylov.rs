@@ -82,24 +82,45 @@ impl<T: GpuReal> GpuLinearOperator<T> for JacobianAt<T> {
 /// An operator with identity rows on constrained (Dirichlet) dofs: `y = A x` on the free
 /// rows, `y_c = x_c`. Inputs are expected to vanish on the constrained dofs (solve for the
 /// correction to a lifted boundary value), as in every Krylov iterate started from zero.
+///
+/// On a rank's part of a distributed mesh ([`Constrained::on_part`]) a constrained dof
+/// that another rank owns gets `y_c = 0` instead, so that once the holders' outputs are
+/// summed at the shared dofs the row is the identity exactly once.
 pub struct Constrained<'a, T: GpuReal, A: GpuLinearOperator<T>> {
     op: &'a A,
     blas: &'a GpuBlas<T>,
     dofs: Option<DeviceVec<u32>>,
+    zeroed: Option<DeviceVec<u32>>,
     scale: T,
 }
 
 impl<'a, T: GpuReal, A: GpuLinearOperator<T>> Constrained<'a, T, A> {
     /// `scale · A` with identity rows on `dofs` (sorted or not).
     pub fn new(op: &'a A, blas: &'a GpuBlas<T>, dofs: &[u32], scale: T) -> Result<Self, GpuError> {
+        Self::on_part(op, blas, dofs, &[], scale)
+    }
+
+    /// `scale · A` with identity rows on `dofs` and zero rows on `zeroed` (the constrained
+    /// dofs of a part that other ranks own).
+    pub fn on_part(
+        op: &'a A,
+        blas: &'a GpuBlas<T>,
+        dofs: &[u32],
+        zeroed: &[u32],
+        scale: T,
+    ) -> Result<Self, GpuError> {
+        let list = |v: &[u32], what| -> Result<Option<DeviceVec<u32>>, GpuError> {
+            if v.is_empty() {
+                Ok(None)
+            } else {
+                DeviceVec::from_host(blas.device(), v, what).map(Some)
+            }
+        };
         Ok(Constrained {
             op,
             blas,
-            dofs: if dofs.is_empty() {
-                None
-            } else {
-                Some(DeviceVec::from_host(blas.device(), dofs, "Dirichlet dofs")?)
-            },
+            dofs: list(dofs, "Dirichlet dofs")?,
+            zeroed: list(zeroed, "Dirichlet dofs owned elsewhere")?,
             scale,
         })
     }
@@ -114,6 +135,9 @@ impl<T: GpuReal, A: GpuLinearOperator<T>> GpuLinearOperator<T> for Constrained<'
         if self.scale != T::one() {
             // in place: one pass over y, no buffer per application
             self.blas.scale(self.scale, y)?;
+        }
+        if let Some(z) = &self.zeroed {
+            self.blas.set_indices(y, z, T::zero())?;
         }
         if let Some(d) = &self.dofs {
             self.blas.copy_indices(x, y, d)?;

@@ -32,31 +32,36 @@ pub struct GpuPartKrylov<'a, T: GpuReal, A: GpuLinearOperator<T>> {
 }
 
 impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuPartKrylov<'a, T, A> {
-    /// The system of `op` (the rank's operator on its own cells, a scalar field whose
-    /// device dof of local node `n` of the exchange's space is `dof_of(n)`), with the
-    /// vector kernels `blas`. Collective: the ranks choose the halo's transport together.
+    /// The system of `op` (the rank's operator on its own cells, a field of `ncomp`
+    /// components whose device dofs of local node `n` of the exchange's space are
+    /// `dof_of(n)·ncomp + c`), with the vector kernels `blas`. Collective: the ranks choose
+    /// the halo's transport together.
     pub fn new(
         dev: &Arc<GpuDevice>,
         op: &'a A,
         blas: &'a GpuBlas<T>,
         exchange: &Arc<dyn NodeExchange>,
         num_nodes: usize,
+        ncomp: usize,
         dof_of: impl Fn(u32) -> u32,
     ) -> Result<Self, GpuError> {
-        if num_nodes != op.dim() {
+        if num_nodes * ncomp != op.dim() {
             return Err(GpuError::Size {
                 what: "distributed operator",
-                expected: num_nodes,
+                expected: num_nodes * ncomp,
                 got: op.dim(),
             });
         }
         let transport = HaloTransport::choose(dev, &**exchange)?;
-        let halo = DeviceHalo::new(dev, exchange, &transport, 1, |n| {
+        let halo = DeviceHalo::new(dev, exchange, &transport, ncomp, |n| {
             Some(dof_of(n)).filter(|&d| (d as usize) < num_nodes)
         })?;
         let not_owned: Vec<u32> = (0..num_nodes as u32)
             .filter(|&n| !exchange.is_owned(n as usize))
-            .map(&dof_of)
+            .flat_map(|n| {
+                let first = dof_of(n) * ncomp as u32;
+                first..first + ncomp as u32
+            })
             .collect();
         Ok(GpuPartKrylov {
             local: GpuKrylov::new(op, blas),
@@ -70,9 +75,14 @@ impl<'a, T: GpuReal, A: GpuLinearOperator<T>> GpuPartKrylov<'a, T, A> {
     }
 
     /// With the Jacobi preconditioner of the part's diagonal `diag` (on its own cells),
-    /// summed at the shared nodes and inverted on the device.
-    pub fn with_jacobi(mut self, mut diag: DeviceVec<T>) -> Result<Self, GpuError> {
+    /// summed at the shared nodes, one on the device dofs `ones` (constrained rows: the
+    /// holders' ones would sum to their count), and inverted on the device.
+    pub fn with_jacobi(mut self, mut diag: DeviceVec<T>, ones: &[u32]) -> Result<Self, GpuError> {
         self.sum_shared(&mut diag)?;
+        if !ones.is_empty() {
+            let idx = DeviceVec::from_host(self.blas.device(), ones, "constrained rows")?;
+            self.blas.set_indices(&mut diag, &idx, T::one())?;
+        }
         self.local = GpuKrylov::with_jacobi_device(self.op, self.blas, diag)
             .map_err(|e| GpuError::Unsupported(format!("rank {}: {e}", self.exchange.rank())))?;
         Ok(self)

@@ -7,10 +7,12 @@
 //! ranks, every rank writes its piece of the solution's `.pvtu` and rank 0 the rest.
 //!
 //! The matrix-free Krylov solves of linear problems (CG, PCG, GMRES with Jacobi or
-//! Chebyshev–Jacobi) run on CPU ranks; a direct or assembled solve, the nonlinear problem
-//! and GPU ranks are refused with what to use instead.
+//! Chebyshev–Jacobi) run on CPU ranks, or on one GPU per rank where the serial GPU solve
+//! has a matrix-free kernel for the case (the interface sums through the device halo); a
+//! direct or assembled solve and the nonlinear problem are refused with what to use
+//! instead.
 
-use crate::backend::BackendArg;
+use crate::backend::{select_for_rank, Backend, BackendArg};
 use crate::cpu::WithRobin;
 use crate::file::ProblemFile;
 use crate::krylov::{krylov_name, krylov_options, run_krylov};
@@ -30,6 +32,7 @@ use ferrofem_io::{write_space_pvtu, write_space_vtu_piece, Encoding};
 use ferrofem_operator::FormOperator;
 use ferrofem_physics::{ModelKind, Physics};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What the command line sets over the file's `[solver]` and `[output]`.
@@ -60,7 +63,9 @@ pub struct RanksSolution {
     pub dim: usize,
     /// Where the mesh came from.
     pub origin: String,
-    /// Why the run is where it is (`auto` on several ranks).
+    /// Where the ranks solved: `cpu` or `cuda` (one GPU per rank).
+    pub backend: &'static str,
+    /// Why the run is where it is (`auto` fell back to the CPU).
     pub backend_note: Option<String>,
     /// The regions' measures and `∫u`.
     pub regions: Vec<RegionIntegral>,
@@ -78,13 +83,18 @@ pub struct RanksSolution {
     pub probes_file: Option<PathBuf>,
 }
 
-/// Solves the problem of `file` with its cells split over the ranks of `comm`, with
+/// Solves the problem of `file` with its cells split over the ranks of `shared`, with
 /// `overrides` over the file's settings. Collective: every rank calls it.
-pub fn solve_file_on_ranks<C: Communicator>(
-    comm: &C,
+///
+/// `cuda` solves on every rank's GPU (its machine's GPU number `node rank mod GPUs`);
+/// `auto` does where every rank has a GPU and the case a matrix-free GPU kernel, else it
+/// solves on the CPU ranks and says why.
+pub fn solve_file_on_ranks<C: Communicator + Send + Sync + 'static>(
+    shared: &Arc<C>,
     file: &ProblemFile,
     overrides: &SolveOverrides,
 ) -> Result<RanksSolution, PipelineError> {
+    let comm: &C = shared;
     let start = Instant::now();
     let def = file.definition()?;
     let mut settings = def.settings.clone();
@@ -93,17 +103,7 @@ pub fn solve_file_on_ranks<C: Communicator>(
     settings.max_iter = overrides.max_iter.unwrap_or(settings.max_iter);
     settings.operator = overrides.operator.unwrap_or(settings.operator);
     settings.preconditioner = overrides.preconditioner.unwrap_or(settings.preconditioner);
-    let backend_note = match overrides.backend.unwrap_or(def.backend) {
-        BackendArg::Cuda => {
-            return Err(PipelineError::Unsupported(
-                "on several ranks `ferrofem solve` runs on the CPU: use --backend cpu or auto \
-                 (one rank solves on its GPU)"
-                    .into(),
-            ))
-        }
-        BackendArg::Auto => Some("on several ranks `ferrofem solve` runs on the CPU".to_string()),
-        BackendArg::Cpu => None,
-    };
+    let requested = overrides.backend.unwrap_or(def.backend);
     if def.kind == ModelKind::NonlinearDiffusion {
         return Err(PipelineError::Unsupported(format!(
             "the {} problem is solved on one rank (its Newton solve is not distributed)",
@@ -125,6 +125,18 @@ pub fn solve_file_on_ranks<C: Communicator>(
                 .into(),
         ));
     }
+    // every rank opens its machine's GPU of its place there; all ranks on GPUs or none
+    let chosen = select_for_rank(requested, comm.node_rank())?;
+    let gpus = comm
+        .gather_all(u32::from(chosen.is_gpu()))?
+        .iter()
+        .all(|&f| f != 0);
+    let mut backend_note = match (&chosen, gpus) {
+        (Backend::Cpu { fallback_reason }, _) => fallback_reason.clone(),
+        (_, false) => Some("a rank has no usable GPU".to_string()),
+        (_, true) => None,
+    };
+    let backend = if gpus { chosen } else { Backend::cpu() };
     let mut outputs = def.outputs.clone();
     if overrides.vtu.is_some() {
         outputs.vtu = overrides.vtu.clone();
@@ -145,6 +157,7 @@ pub fn solve_file_on_ranks<C: Communicator>(
     } else {
         (scatter_parts(comm, None)?, String::new(), 0)
     };
+    let part = Arc::new(part);
     let mesh = &part.mesh;
     let (problem, pending) = file.setup_on_part(mesh, &def)?;
     // an error a part raises alone may be another part's business (a group only other
@@ -162,17 +175,27 @@ pub fn solve_file_on_ranks<C: Communicator>(
     let setup = start.elapsed().as_secs_f64();
 
     let visitor = PartSolve {
-        comm,
+        shared,
+        part: &part,
         interface: &interface,
         problem: &problem,
         solver,
         settings: &settings,
+        backend: &backend,
+        auto: requested == BackendArg::Auto,
     };
     let solved = match settings.precision {
         Precision::F64 => problem.visit_form::<f64, _>(mesh, visitor)?,
         Precision::F32 => problem.visit_form::<f32, _>(mesh, visitor)?,
     };
     let u = &solved.u;
+    if let Some(why) = &solved.fallback {
+        backend_note = Some(why.clone());
+    }
+    let on_gpu = backend.is_gpu() && solved.fallback.is_none();
+    if let (Some(why), false) = (&backend_note, on_gpu) {
+        backend_note = Some(format!("{why}; solving on the CPU ranks"));
+    }
 
     let t = Instant::now();
     let reduction = PartReduction {
@@ -257,6 +280,7 @@ pub fn solve_file_on_ranks<C: Communicator>(
         report,
         dim: mesh.dim(),
         origin,
+        backend: if on_gpu { "cuda" } else { "cpu" },
         backend_note,
         regions,
         boundaries,
@@ -384,41 +408,39 @@ struct PartSolved {
     setup: f64,
     assembly: f64,
     solve: f64,
+    /// Why the ranks solved on the CPU after all (`auto`, a case without a GPU kernel).
+    fallback: Option<String>,
 }
 
 /// The Krylov solve of a part's linear problem on the distributed space.
 struct PartSolve<'a, C> {
-    comm: &'a C,
+    shared: &'a Arc<C>,
+    part: &'a Arc<LocalPart>,
     interface: &'a NodeInterface,
     problem: &'a Problem,
     solver: SolverKind,
     settings: &'a crate::settings::SolveSettings,
+    /// Every rank's GPU, or the CPU on every rank.
+    backend: &'a Backend,
+    /// `auto`: a case without a GPU kernel solves on the CPU ranks.
+    auto: bool,
 }
 
-impl<T: Real + ferrofem_dist::Payload, C: Communicator> FormVisitor<T> for PartSolve<'_, C> {
+impl<T: Real + ferrofem_dist::Payload, C: Communicator + Send + Sync + 'static> FormVisitor<T>
+    for PartSolve<'_, C>
+{
     type Output = PartSolved;
     fn visit<P: Physics<T>>(self, op: FormOperator<T, P>) -> Result<PartSolved, PipelineError> {
         let problem = self.problem;
+        let comm: &C = self.shared;
         let ncomp = problem.space.ncomp();
         let t = Instant::now();
         let local = WithRobin {
             op: op.linearize(&[]),
             robin: problem.robin::<T>(),
         };
-        let space = DistSpace::new(
-            self.comm,
-            self.interface,
-            local,
-            ncomp,
-            &problem.dirichlet_dofs,
-        )?;
-        let preconditioned = matches!(self.solver, SolverKind::Pcg | SolverKind::Gmres);
-        let space = if preconditioned {
-            space.with_jacobi()?
-        } else {
-            space
-        };
-        let g: Vec<T> = consistent_boundary_values(self.comm, self.interface, problem)?
+        let space = DistSpace::new(comm, self.interface, local, ncomp, &problem.dirichlet_dofs)?;
+        let g: Vec<T> = consistent_boundary_values(comm, self.interface, problem)?
             .iter()
             .map(|&v| T::of(v))
             .collect();
@@ -435,6 +457,41 @@ impl<T: Real + ferrofem_dist::Payload, C: Communicator> FormVisitor<T> for PartS
         }
         let b = space.lift(&load, &g)?;
         let setup = t.elapsed().as_secs_f64();
+        let mut fallback = None;
+        #[cfg(feature = "cuda")]
+        if let Backend::Cuda(dev) = self.backend {
+            match self.on_gpu(dev, &op, &b, space.constrained_dofs()) {
+                Ok(s) => {
+                    let mut x: Vec<T> = s.w.iter().map(|&v| T::of(v)).collect();
+                    space.add_boundary_values(&mut x, &g)?;
+                    return Ok(PartSolved {
+                        u: x.iter().map(|v| v.as_f64()).collect(),
+                        constrained: space.constrained_dofs().to_vec(),
+                        method: s.method,
+                        iterations: s.stats.iterations,
+                        residual: ResidualReport::of_krylov(&s.stats),
+                        warnings: tolerance_warning::<T>(self.settings.rtol())
+                            .into_iter()
+                            .chain(s.warnings)
+                            .collect(),
+                        setup,
+                        assembly: s.build,
+                        solve: s.solve,
+                        fallback: None,
+                    });
+                }
+                Err(PipelineError::NoGpuPath(why)) if self.auto => fallback = Some(why),
+                Err(e) => return Err(e),
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        let _ = (self.backend, self.part, self.auto);
+        let preconditioned = matches!(self.solver, SolverKind::Pcg | SolverKind::Gmres);
+        let space = if preconditioned {
+            space.with_jacobi()?
+        } else {
+            space
+        };
         let t = Instant::now();
         let mut x = vec![T::zero(); n];
         let opts = krylov_options(self.settings);
@@ -457,7 +514,7 @@ impl<T: Real + ferrofem_dist::Payload, C: Communicator> FormVisitor<T> for PartS
             constrained: space.constrained_dofs().to_vec(),
             method: format!(
                 "matrix-free Jacobian action on {} ranks, {}",
-                self.comm.size(),
+                comm.size(),
                 krylov_name(self.solver, self.settings.preconditioner, None)
             ),
             iterations: stats.iterations,
@@ -466,7 +523,39 @@ impl<T: Real + ferrofem_dist::Payload, C: Communicator> FormVisitor<T> for PartS
             setup,
             assembly: 0.0,
             solve,
+            fallback,
         })
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<C: Communicator + Send + Sync + 'static> PartSolve<'_, C> {
+    /// The part's system `b` (lifted, consistent) solved on `dev` for the correction
+    /// (see [`crate::gpu::solve_part_gpu`]). Collective.
+    fn on_gpu<T: Real, P: Physics<T>>(
+        &self,
+        dev: &Arc<ferrofem_cuda::GpuDevice>,
+        op: &FormOperator<T, P>,
+        b: &[T],
+        constrained: &[u32],
+    ) -> Result<crate::gpu::PartGpuSolve, PipelineError> {
+        use ferrofem_wave::{NodeExchange, WavePart};
+        let partition = ferrofem_dist::WavePartition::new(self.shared.clone(), self.part.clone())?;
+        let exchange: Arc<dyn NodeExchange> = Arc::from(partition.connect(&self.problem.space)?);
+        let b: Vec<f64> = b.iter().map(|v| v.as_f64()).collect();
+        let system = crate::gpu::PartSystem {
+            exchange: &exchange,
+            b: &b,
+            constrained,
+        };
+        crate::gpu::solve_part_gpu(
+            dev,
+            &self.part.mesh,
+            self.problem,
+            (self.settings, self.solver),
+            op,
+            &system,
+        )
     }
 }
 

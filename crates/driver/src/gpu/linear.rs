@@ -122,6 +122,107 @@ pub(crate) fn linear_gpu<T: Real, P: Physics<T>>(
     })
 }
 
+/// What the matrix-free GPU solve covers (the start of its refusal of anything else).
+const NOT_COVERED: &str = "the matrix-free GPU solve covers Poisson with one constant \
+    coefficient on hexahedra and linear problems on triangles and tetrahedra";
+
+/// The device operator of a matrix-free solve (see [`matrix_free_operator`]).
+pub(super) struct DeviceOperator<G: GpuReal> {
+    /// The kernel.
+    pub(super) op: MatrixFree<G>,
+    /// The problem's operator over the kernel's (κ for the bake-off kernel, else 1).
+    pub(super) scale: f64,
+    /// The kernel, in words.
+    pub(super) label: &'static str,
+    /// The kernel's node of each of the space's nodes, where it numbers them otherwise.
+    pub(super) new_of: Option<Vec<u32>>,
+}
+
+/// The matrix-free device operator of the linear `problem` on `mesh`: the bake-off
+/// diffusion kernel (Poisson with a constant coefficient on hexahedra), or the residual
+/// (or, for the user's own physics, Jacobian) kernel on triangles and tetrahedra; any
+/// other case has no matrix-free GPU path.
+pub(super) fn matrix_free_operator<G: GpuReal>(
+    dev: &Arc<GpuDevice>,
+    mesh: &Mesh,
+    problem: &Problem,
+    rule: &ferrofem_fe::QuadratureRule,
+) -> Result<DeviceOperator<G>, PipelineError> {
+    let space = &problem.space;
+    let ct = mesh.cell_type();
+    let dim = mesh.dim();
+    // where the GPU operator numbers the nodes differently: new_of[old]
+    let mut new_of: Option<Vec<u32>> = None;
+    let (op, scale, label) = if uses_bp_kernel(mesh, problem) {
+        let q1d = rule.rule_1d.as_ref().map(|r| r.len());
+        // the benchmarks' fastest kernel and geometry for this order, on the numbering they
+        // were measured on (interior-last: the solve carries its vectors there and back);
+        // the register caps were measured for p + 2 points, so other rules run uncapped
+        let p = space.order();
+        let (bp, plan) = BpPlan::fastest(
+            &DeviceClass::of(dev),
+            TensorKind::Diffusion { alpha: 0.0 },
+            q1d,
+            p,
+        );
+        let numbered = plan.number(space)?;
+        let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
+        new_of = numbered.new_of().map(<[u32]>::to_vec);
+        let kappa = problem.constant_diffusion().unwrap_or(1.0);
+        (
+            MatrixFree::Bp(op),
+            kappa,
+            "BP3 sum-factorised diffusion kernel",
+        )
+    } else if ct.is_simplex() {
+        let cuda = operator_physics(problem, dim)?;
+        let mut nodal = None;
+        let aux = device_aux(problem, &mut nodal)?;
+        // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
+        // the physics is linear) is the operator
+        let own = matches!(
+            problem.model().map(|m| &m.physics),
+            Some(CasePhysics::Own(_))
+        );
+        let r = GpuResidual::<G>::new(
+            dev,
+            mesh,
+            space,
+            &cuda,
+            rule,
+            aux,
+            ResidualConfig::new(),
+            own,
+        )?;
+        if own {
+            let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
+            (
+                MatrixFree::Jac(JacobianAt::new(r, zero)?),
+                1.0,
+                "thread-transposition Jacobian kernel",
+            )
+        } else {
+            (
+                MatrixFree::Res(r),
+                1.0,
+                "thread-transposition residual kernel",
+            )
+        }
+    } else {
+        return Err(PipelineError::NoGpuPath(format!(
+            "{NOT_COVERED}, not {} on {}",
+            problem.name(),
+            ct
+        )));
+    };
+    Ok(DeviceOperator {
+        op,
+        scale,
+        label,
+        new_of,
+    })
+}
+
 /// Whether `solver` is preconditioned by Jacobi (and so needs the operator's diagonal).
 pub(super) fn needs_jacobi(solver: SolverKind) -> bool {
     matches!(solver, SolverKind::Pcg | SolverKind::Gmres)
@@ -141,7 +242,7 @@ pub(super) type GpuRun = (Vec<f64>, ferrofem_solver::SolveStats, String, f64, f6
 /// The matrix-free device operator of a solve.
 // one per solve, on the stack for its duration: the variants' sizes do not matter
 #[allow(clippy::large_enum_variant)]
-enum MatrixFree<G: GpuReal> {
+pub(super) enum MatrixFree<G: GpuReal> {
     /// The bake-off diffusion kernel (hexahedra).
     Bp(GpuBp<G>),
     /// The residual kernel of a linear physics without its source.
@@ -227,7 +328,6 @@ fn run<G: GpuReal>(
     });
     let blas = GpuBlas::<G>::new(dev)?;
     let space = &problem.space;
-    let ct = mesh.cell_type();
     let dim = mesh.dim();
     let conv = |v: &[f64]| v.iter().map(|&x| G::of(x)).collect::<Vec<G>>();
     if settings.operator == OperatorKind::Assembled {
@@ -243,72 +343,17 @@ fn run<G: GpuReal>(
         };
         return a.run(problem, settings, solver, b, t, warnings);
     }
-    // where the GPU operator numbers the nodes differently: new_of[old]
-    let mut renumbered: Option<Vec<u32>> = None;
-    let (gop, scale, label) = if bp {
-        let q1d = rule.rule_1d.as_ref().map(|r| r.len());
-        // the benchmarks' fastest kernel and geometry for this order, on the numbering they
-        // were measured on (interior-last: the solve carries its vectors there and back);
-        // the register caps were measured for p + 2 points, so other rules run uncapped
-        let p = space.order();
-        let (bp, plan) = BpPlan::fastest(
-            &DeviceClass::of(dev),
-            TensorKind::Diffusion { alpha: 0.0 },
-            q1d,
-            p,
-        );
-        let numbered = plan.number(space)?;
-        let op = GpuBp::<G>::new(dev, mesh, &numbered, bp, plan)?;
-        renumbered = numbered.new_of().map(<[u32]>::to_vec);
-        let kappa = problem.constant_diffusion().unwrap_or(1.0);
-        (
-            MatrixFree::Bp(op),
-            kappa,
-            "BP3 sum-factorised diffusion kernel",
-        )
-    } else if ct.is_simplex() {
-        let cuda = operator_physics(problem, dim)?;
-        let mut nodal = None;
-        let aux = device_aux(problem, &mut nodal)?;
-        // the user's own physics may hold its source in f0: its Jacobian kernel (at zero:
-        // the physics is linear) is the operator
-        let own = matches!(
-            problem.model().map(|m| &m.physics),
-            Some(CasePhysics::Own(_))
-        );
-        let r = GpuResidual::<G>::new(
-            dev,
-            mesh,
-            space,
-            &cuda,
-            rule,
-            aux,
-            ResidualConfig::new(),
-            own,
-        )?;
-        if own {
-            let zero = DeviceVec::<G>::zeros(dev, r.vector_len(), "Jacobian state")?;
-            (
-                MatrixFree::Jac(JacobianAt::new(r, zero)?),
-                1.0,
-                "thread-transposition Jacobian kernel",
-            )
-        } else {
-            (
-                MatrixFree::Res(r),
-                1.0,
-                "thread-transposition residual kernel",
-            )
-        }
-    } else {
-        return Err(PipelineError::NoGpuPath(format!(
-            "the matrix-free GPU solve covers Poisson with one constant coefficient on \
-             hexahedra and linear problems on triangles and tetrahedra, not {} on {} \
-             (--operator assembled assembles it on the GPU)",
-            problem.name(),
-            ct
-        )));
-    };
+    let DeviceOperator {
+        op: gop,
+        scale,
+        label,
+        new_of: renumbered,
+    } = matrix_free_operator::<G>(dev, mesh, problem, rule).map_err(|e| match e {
+        PipelineError::NoGpuPath(why) if why.starts_with(NOT_COVERED) => PipelineError::NoGpuPath(
+            format!("{why} (--operator assembled assembles it on the GPU)"),
+        ),
+        e => e,
+    })?;
     // the right-hand side and the constrained dofs in the operator's numbering
     let (bd, dofs) = match &renumbered {
         Some(new_of) => {

@@ -3,6 +3,8 @@
 //! - Linear problems ([`linear`]): CG, Jacobi-PCG or Jacobi-GMRES on the bake-off diffusion
 //!   kernel (Poisson on hexahedra) or the residual kernel of the problem's physics
 //!   (triangles and tetrahedra).
+//! - A rank's part of a distributed linear solve ([`part_linear`]): the same kernels, the
+//!   interface sums through the device halo.
 //! - The nonlinear problem ([`newton`]): Newton–GMRES on the residual and Jacobian-action
 //!   kernels (triangles and tetrahedra).
 //!
@@ -13,8 +15,10 @@
 mod assemble;
 mod assembled;
 mod linear;
+mod part_linear;
 
 pub use assemble::assemble_problem_gpu;
+pub(crate) use part_linear::{solve_part_gpu, PartGpuSolve, PartSystem};
 mod newton;
 
 use crate::pipeline_error::PipelineError;

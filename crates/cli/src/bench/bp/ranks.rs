@@ -354,9 +354,10 @@ mod gpu {
             None => (0..n as u32).collect(),
         };
         let blas = GpuBlas::<T>::new(dev)?;
-        let krylov =
-            GpuPartKrylov::new(dev, &op, &blas, i.exchange, n, |node| new_of[node as usize])?
-                .with_jacobi(op.diagonal()?)?;
+        let krylov = GpuPartKrylov::new(dev, &op, &blas, i.exchange, n, 1, |node| {
+            new_of[node as usize]
+        })?
+        .with_jacobi(op.diagonal()?, &[])?;
         dev.synchronize()?;
         let operator_s = t0.elapsed().as_secs_f64();
         let mut xt = vec![T::zero(); n];
