@@ -53,7 +53,7 @@ pub(crate) struct PartGpuSolve {
 
 /// Solves the part's system on `dev`. Collective. Every rank returns the same refusal where
 /// any rank's part has no GPU path (a [`PipelineError::NoGpuPath`]: a Robin condition, a
-/// case the kernels do not cover), so that `auto` can run every rank on the CPU instead.
+/// case the kernels do not cover), so that no rank waits for another's exchange.
 pub(crate) fn solve_part_gpu<T: Real, P: Physics<T>>(
     dev: &Arc<GpuDevice>,
     mesh: &Mesh,
