@@ -63,27 +63,18 @@ pub(crate) fn solve_part_gpu<T: Real, P: Physics<T>>(
     system: &PartSystem<'_>,
 ) -> Result<PartGpuSolve, PipelineError> {
     let exchange = system.exchange;
-    let robin = exchange
-        .first_rank_with(problem.robin::<f64>().is_some())
-        .map_err(ranks)?;
-    if robin.is_some() {
+    if exchange
+        .first_rank_with(problem.robin::<f64>().is_some())?
+        .is_some()
+    {
         return Err(PipelineError::NoGpuPath(
             "Robin conditions run on the CPU (--backend cpu)".into(),
-        ));
-    }
-    if solver == SolverKind::Direct {
-        return Err(PipelineError::NoGpuPath(
-            "--solver direct runs on the CPU; use --solver pcg, cg or gmres".into(),
         ));
     }
     match T::NAME {
         "f32" => run::<f32, T, P>(dev, mesh, problem, settings, solver, op, system),
         _ => run::<f64, T, P>(dev, mesh, problem, settings, solver, op, system),
     }
-}
-
-fn ranks(e: ferrofem_wave::WaveError) -> PipelineError {
-    PipelineError::Unsupported(format!("exchange between the ranks: {e}"))
 }
 
 fn run<G: GpuReal, T: Real, P: Physics<T>>(
@@ -99,7 +90,7 @@ fn run<G: GpuReal, T: Real, P: Physics<T>>(
     let exchange = system.exchange;
     let built = matrix_free_operator::<G>(dev, mesh, problem, op.rule());
     // every rank builds its kernel, or none solves on its GPU
-    let failed = exchange.first_rank_with(built.is_err()).map_err(ranks)?;
+    let failed = exchange.first_rank_with(built.is_err())?;
     let DeviceOperator {
         op: gop,
         scale,
